@@ -85,6 +85,7 @@ struct Tensor {
 };
 
 class Mapping;  // the bytes of one part: a read-only mmap or an owned buffer
+struct Part;    // one parsed part, before the parts are joined
 
 class File {
 public:
@@ -138,7 +139,7 @@ public:
 
 private:
     File();
-    friend class Parser;
+    void join(std::vector<Part>& parts);  // metadata from the first part, tensors from all
 
     std::string name_;
     uint32_t version_ = 0;
