@@ -1,0 +1,12 @@
+#pragma once
+// Each subcommand is one function in its own file; main.cpp's table names them.
+#include <span>
+#include <string_view>
+
+namespace vkllm::cli {
+
+using Args = std::span<const std::string_view>;  // the arguments after the subcommand's name
+
+int devices(Args args);
+
+}  // namespace vkllm::cli

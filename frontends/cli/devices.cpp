@@ -1,0 +1,122 @@
+// vkllm devices [--json]: every Vulkan device, what it can do, and which one vkllm would choose.
+#include <cstdio>
+#include <fmt/format.h>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "core/error.h"
+#include "gpu/device.h"
+#include "gpu/pipeline.h"
+
+namespace vkllm::cli {
+namespace {
+
+std::string mib(uint64_t bytes) { return fmt::format("{} MiB", bytes >> 20); }
+
+std::string uuid_text(std::span<const uint8_t> uuid) {
+    std::string out;
+    for (size_t i = 0; i < uuid.size(); ++i) {
+        if (i == 4 || i == 6 || i == 8 || i == 10) out += '-';
+        out += fmt::format("{:02x}", uuid[i]);
+    }
+    return out;
+}
+
+nlohmann::json to_json(const gpu::Capabilities& caps) {
+    nlohmann::json heaps = nlohmann::json::array();
+    for (const auto& heap : caps.heaps) heaps.push_back({{"bytes", heap.size}, {"device_local", heap.device_local}});
+    return {
+        {"name", caps.name},
+        {"type", caps.type_name()},
+        {"vendor_id", caps.vendor_id},
+        {"device_id", caps.device_id},
+        {"api_version", fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(caps.api_version),
+                                    VK_API_VERSION_MINOR(caps.api_version), VK_API_VERSION_PATCH(caps.api_version))},
+        {"driver", {{"name", caps.driver_name}, {"info", caps.driver_info}, {"version", caps.driver_version_string()}}},
+        {"device_uuid", uuid_text(caps.device_uuid)},
+        {"float16", caps.float16},
+        {"int8", caps.int8},
+        {"int16", caps.int16},
+        {"int64", caps.int64},
+        {"storage_buffer_16bit", caps.storage_buffer_16bit},
+        {"storage_buffer_8bit", caps.storage_buffer_8bit},
+        {"uses_float16", caps.use_float16()},
+        {"subgroup", {{"size", caps.subgroup_size}, {"min_size", caps.min_subgroup_size},
+                      {"max_size", caps.max_subgroup_size}, {"size_control", caps.subgroup_size_control},
+                      {"operations", gpu::subgroup_operation_names(caps.subgroup_operations)}}},
+        {"max_shared_memory", caps.max_shared_memory},
+        {"max_workgroup_invocations", caps.max_workgroup_invocations},
+        {"max_workgroup_size", caps.max_workgroup_size},
+        {"max_storage_buffer_range", caps.max_storage_buffer_range},
+        {"max_memory_allocation_size", caps.max_memory_allocation_size},
+        {"max_buffer_size", caps.max_buffer_size},
+        {"maintenance4", caps.maintenance4},
+        {"cooperative_matrix", caps.cooperative_matrix},
+        {"integer_dot_product", caps.integer_dot_product},
+        {"integer_dot_product_accelerated", caps.integer_dot_product_accelerated},
+        {"timestamps", {{"compute", caps.compute_timestamps}, {"valid_bits", caps.timestamp_valid_bits},
+                        {"period_ns", caps.timestamp_period_ns}}},
+        {"unified_memory", caps.unified_memory()},
+        {"heaps", heaps},
+        {"missing_requirements", gpu::missing_requirements(caps)},
+    };
+}
+
+void print_table(const gpu::DeviceChoice& choice) {
+    for (size_t i = 0; i < choice.devices.size(); ++i) {
+        const gpu::Capabilities& caps = choice.devices[i];
+        auto yes = [](bool value) { return value ? "yes" : "no"; };
+        std::printf("%s device %zu: %s (%s)\n", i == choice.chosen ? "*" : " ", i, caps.name.c_str(), caps.type_name().c_str());
+        std::printf("    driver            %s %s (%s), Vulkan %u.%u.%u\n", caps.driver_name.c_str(),
+                    caps.driver_version_string().c_str(), caps.driver_info.c_str(), VK_API_VERSION_MAJOR(caps.api_version),
+                    VK_API_VERSION_MINOR(caps.api_version), VK_API_VERSION_PATCH(caps.api_version));
+        std::printf("    arithmetic        fp16 %s, int8 %s, int16 %s, int64 %s; fp16 kernels %s\n", yes(caps.float16),
+                    yes(caps.int8), yes(caps.int16), yes(caps.int64), caps.use_float16() ? "on" : "off");
+        std::printf("    storage           16-bit %s, 8-bit %s\n", yes(caps.storage_buffer_16bit), yes(caps.storage_buffer_8bit));
+        std::printf("    subgroups         size %u (%u-%u, size control %s): %s\n", caps.subgroup_size,
+                    caps.min_subgroup_size, caps.max_subgroup_size, yes(caps.subgroup_size_control),
+                    gpu::subgroup_operation_names(caps.subgroup_operations).c_str());
+        std::printf("    workgroups        %u invocations, %u x %u x %u, %u KiB shared memory\n",
+                    caps.max_workgroup_invocations, caps.max_workgroup_size[0], caps.max_workgroup_size[1],
+                    caps.max_workgroup_size[2], caps.max_shared_memory >> 10);
+        std::printf("    buffers           binding range %s, allocation %s, buffer %s, maintenance4 %s\n",
+                    mib(caps.max_storage_buffer_range).c_str(), mib(caps.max_memory_allocation_size).c_str(),
+                    mib(caps.max_buffer_size).c_str(), yes(caps.maintenance4));
+        std::printf("    matrix/dot        cooperative matrix %s, integer dot product %s%s\n", yes(caps.cooperative_matrix),
+                    yes(caps.integer_dot_product), caps.integer_dot_product_accelerated ? " (accelerated)" : "");
+        std::printf("    timestamps        %s, %u valid bits, %.3g ns per tick\n", yes(caps.compute_timestamps),
+                    caps.timestamp_valid_bits, double(caps.timestamp_period_ns));
+        std::string heaps;
+        for (const auto& heap : caps.heaps) heaps += fmt::format("{}{}{}", heaps.empty() ? "" : ", ", mib(heap.size), heap.device_local ? " device-local" : "");
+        std::printf("    memory            %s%s\n", heaps.c_str(), caps.unified_memory() ? " (host-mappable device memory)" : "");
+        if (std::string missing = gpu::missing_requirements(caps); !missing.empty())
+            std::printf("    cannot run vkllm: %s\n", missing.c_str());
+    }
+    std::printf("* = chosen (select with --device INDEX|NAME or VKLLM_DEVICE)\n");
+}
+
+}  // namespace
+
+int devices(Args args) {
+    bool json = false;
+    std::optional<std::string> selector;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (args[i] == "--json") json = true;
+        else if (args[i] == "--device" && i + 1 < args.size()) selector = std::string(args[++i]);
+        else fail("unknown option '{}' (usage: vkllm devices [--json] [--device INDEX|NAME])", args[i]);
+    }
+    gpu::Instance instance;
+    gpu::DeviceChoice choice = gpu::choose_device(instance, selector);
+    if (json) {
+        nlohmann::json out = {{"chosen", choice.chosen}, {"devices", nlohmann::json::array()}};
+        for (const auto& caps : choice.devices) out["devices"].push_back(to_json(caps));
+        std::printf("%s\n", out.dump(2).c_str());
+    } else {
+        print_table(choice);
+    }
+    return 0;
+}
+
+}  // namespace vkllm::cli

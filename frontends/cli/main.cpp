@@ -1,0 +1,51 @@
+// vkllm: the command-line front end. Errors from the runtime are one sentence: print it, exit 1.
+#include <cstdio>
+#include <exception>
+#include <string_view>
+#include <vector>
+
+#include "commands.h"
+#include "core/error.h"
+
+namespace {
+
+struct Command {
+    std::string_view name;
+    int (*run)(vkllm::cli::Args);
+    std::string_view summary;
+};
+
+constexpr Command commands[] = {
+    {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
+};
+
+void print_usage() {
+    std::printf("usage: vkllm COMMAND [options]\n\ncommands:\n");
+    for (const Command& command : commands)
+        std::printf("  %-12.*s %.*s\n", int(command.name.size()), command.name.data(),
+                    int(command.summary.size()), command.summary.data());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || std::string_view(argv[1]) == "--help" || std::string_view(argv[1]) == "-h") {
+        print_usage();
+        return argc < 2 ? 1 : 0;
+    }
+    std::vector<std::string_view> args(argv + 2, argv + argc);
+    for (const Command& command : commands) {
+        if (command.name != argv[1]) continue;
+        try {
+            return command.run(args);
+        } catch (const vkllm::Error& error) {
+            std::fprintf(stderr, "vkllm %s: %s\n", argv[1], error.what());
+        } catch (const std::exception& error) {
+            std::fprintf(stderr, "vkllm %s: internal error: %s\n", argv[1], error.what());
+        }
+        return 1;
+    }
+    std::fprintf(stderr, "vkllm: unknown command '%s'\n", argv[1]);
+    print_usage();
+    return 1;
+}

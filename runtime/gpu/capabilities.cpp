@@ -1,0 +1,207 @@
+#include "gpu/capabilities.h"
+
+#include <cstring>
+#include <fmt/format.h>
+
+#include "core/env.h"
+#include "gpu/check.h"
+
+namespace vkllm::gpu {
+namespace {
+
+bool has_extension(const std::vector<VkExtensionProperties>& extensions, const char* name) {
+    for (const auto& extension : extensions)
+        if (std::strcmp(extension.extensionName, name) == 0) return true;
+    return false;
+}
+
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice device) {
+    uint32_t count = 0;
+    VKLLM_VK_CHECK(vkEnumerateDeviceExtensionProperties(device, nullptr, &count, nullptr));
+    std::vector<VkExtensionProperties> extensions(count);
+    VKLLM_VK_CHECK(vkEnumerateDeviceExtensionProperties(device, nullptr, &count, extensions.data()));
+    return extensions;
+}
+
+void probe_queues(VkPhysicalDevice device, Capabilities& caps) {
+    uint32_t count = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, nullptr);
+    std::vector<VkQueueFamilyProperties> families(count);
+    vkGetPhysicalDeviceQueueFamilyProperties(device, &count, families.data());
+    // Prefer a compute queue family that also does graphics: it is the "main" queue on most GPUs
+    // and the only one guaranteed to support timestamps when compute-only families don't.
+    for (uint32_t i = 0; i < count; ++i) {
+        if (!(families[i].queueFlags & VK_QUEUE_COMPUTE_BIT)) continue;
+        bool better = caps.compute_queue_family == UINT32_MAX ||
+                      (families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT);
+        if (!better) continue;
+        caps.compute_queue_family = i;
+        caps.timestamp_valid_bits = families[i].timestampValidBits;
+        if (families[i].queueFlags & VK_QUEUE_GRAPHICS_BIT) break;
+    }
+}
+
+void probe_memory(VkPhysicalDevice device, Capabilities& caps) {
+    VkPhysicalDeviceMemoryProperties memory;
+    vkGetPhysicalDeviceMemoryProperties(device, &memory);
+    for (uint32_t i = 0; i < memory.memoryHeapCount; ++i)
+        caps.heaps.push_back({memory.memoryHeaps[i].size,
+                              (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
+    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i)
+        caps.memory_types.push_back({memory.memoryTypes[i].heapIndex, memory.memoryTypes[i].propertyFlags});
+}
+
+}  // namespace
+
+Capabilities probe(VkPhysicalDevice device) {
+    Capabilities caps;
+    auto extensions = device_extensions(device);
+    caps.push_descriptor = has_extension(extensions, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
+    caps.cooperative_matrix = has_extension(extensions, "VK_KHR_cooperative_matrix");
+    bool has_dot = has_extension(extensions, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
+
+    VkPhysicalDeviceProperties base;
+    vkGetPhysicalDeviceProperties(device, &base);
+    bool vulkan13 = base.apiVersion >= VK_API_VERSION_1_3;
+
+    VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceSubgroupSizeControlProperties size_control{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    VkPhysicalDeviceMaintenance4Properties maintenance4{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_4_PROPERTIES};
+    VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+    VkPhysicalDeviceIDProperties ids{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
+    VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+    VkPhysicalDeviceShaderIntegerDotProductProperties dot{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties.pNext = &subgroup;
+    subgroup.pNext = &driver;
+    driver.pNext = &ids;
+    ids.pNext = &maintenance3;
+    if (vulkan13) {
+        maintenance3.pNext = &size_control;
+        size_control.pNext = &maintenance4;
+        if (has_dot) maintenance4.pNext = &dot;
+    }
+    vkGetPhysicalDeviceProperties2(device, &properties);
+
+    VkPhysicalDeviceVulkan11Features features11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
+    VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
+    VkPhysicalDeviceVulkan13Features features13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+    VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    bool vulkan12 = base.apiVersion >= VK_API_VERSION_1_2;
+    if (vulkan12) {
+        features.pNext = &features11;
+        features11.pNext = &features12;
+        if (vulkan13) features12.pNext = &features13;
+    }
+    vkGetPhysicalDeviceFeatures2(device, &features);
+
+    const VkPhysicalDeviceLimits& limits = base.limits;
+    caps.name = base.deviceName;
+    caps.type = base.deviceType;
+    caps.vendor_id = base.vendorID;
+    caps.device_id = base.deviceID;
+    caps.api_version = base.apiVersion;
+    caps.driver_version = base.driverVersion;
+    caps.driver_name = driver.driverName;
+    caps.driver_info = driver.driverInfo;
+    std::memcpy(caps.device_uuid.data(), ids.deviceUUID, VK_UUID_SIZE);
+    std::memcpy(caps.pipeline_cache_uuid.data(), base.pipelineCacheUUID, VK_UUID_SIZE);
+
+    caps.int16 = features.features.shaderInt16;
+    caps.int64 = features.features.shaderInt64;
+    caps.float16 = vulkan12 && features12.shaderFloat16;
+    caps.int8 = vulkan12 && features12.shaderInt8;
+    caps.storage_buffer_16bit = vulkan12 && features11.storageBuffer16BitAccess;
+    caps.push_constant_16bit = vulkan12 && features11.storagePushConstant16;
+    caps.storage_buffer_8bit = vulkan12 && features12.storageBuffer8BitAccess;
+    caps.timeline_semaphore = vulkan12 && features12.timelineSemaphore;
+    caps.buffer_device_address = vulkan12 && features12.bufferDeviceAddress;
+    caps.subgroup_size_control = vulkan13 && features13.subgroupSizeControl;
+    caps.compute_full_subgroups = vulkan13 && features13.computeFullSubgroups;
+    caps.maintenance4 = vulkan13 && features13.maintenance4;
+    caps.synchronization2 = vulkan13 && features13.synchronization2;
+    caps.integer_dot_product = vulkan13 && features13.shaderIntegerDotProduct;
+    caps.integer_dot_product_accelerated =
+        caps.integer_dot_product && dot.integerDotProduct4x8BitPackedSignedAccelerated;
+
+    caps.subgroup_size = subgroup.subgroupSize;
+    caps.subgroup_operations =
+        (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) ? subgroup.supportedOperations : 0;
+    caps.min_subgroup_size = caps.subgroup_size_control ? size_control.minSubgroupSize : subgroup.subgroupSize;
+    caps.max_subgroup_size = caps.subgroup_size_control ? size_control.maxSubgroupSize : subgroup.subgroupSize;
+
+    caps.max_shared_memory = limits.maxComputeSharedMemorySize;
+    caps.max_workgroup_invocations = limits.maxComputeWorkGroupInvocations;
+    caps.max_push_constants = limits.maxPushConstantsSize;
+    for (int i = 0; i < 3; ++i) {
+        caps.max_workgroup_size[i] = limits.maxComputeWorkGroupSize[i];
+        caps.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
+    }
+    caps.max_storage_buffer_range = limits.maxStorageBufferRange;
+    caps.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
+    // Without maintenance4 there is no stated limit; a buffer cannot exceed one allocation anyway.
+    caps.max_buffer_size = caps.maintenance4 ? maintenance4.maxBufferSize : caps.max_memory_allocation_size;
+    caps.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
+    caps.non_coherent_atom_size = limits.nonCoherentAtomSize;
+
+    caps.timestamp_period_ns = limits.timestampPeriod;
+    probe_queues(device, caps);
+    caps.compute_timestamps = limits.timestampComputeAndGraphics || caps.timestamp_valid_bits > 0;
+    probe_memory(device, caps);
+    return caps;
+}
+
+bool Capabilities::use_float16() const {
+    return float16 && storage_buffer_16bit && !env::flag("VKLLM_DISABLE_F16");
+}
+
+bool Capabilities::unified_memory() const {
+    constexpr VkMemoryPropertyFlags wanted =
+        VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT | VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT;
+    for (const auto& memory_type : memory_types)
+        if ((memory_type.flags & wanted) == wanted) return true;
+    return false;
+}
+
+std::string Capabilities::type_name() const {
+    switch (type) {
+        case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual GPU";
+        case VK_PHYSICAL_DEVICE_TYPE_CPU: return "CPU";
+        default: return "other";
+    }
+}
+
+std::string Capabilities::driver_version_string() const {
+    // NVIDIA packs 10.8.8.6 bits; everyone else uses the standard Vulkan encoding.
+    if (vendor_id == 0x10de)
+        return fmt::format("{}.{}.{}.{}", driver_version >> 22, (driver_version >> 14) & 0xff,
+                           (driver_version >> 6) & 0xff, driver_version & 0x3f);
+    return fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(driver_version),
+                       VK_API_VERSION_MINOR(driver_version), VK_API_VERSION_PATCH(driver_version));
+}
+
+std::string subgroup_operation_names(VkSubgroupFeatureFlags operations) {
+    static constexpr std::pair<VkSubgroupFeatureFlagBits, const char*> names[] = {
+        {VK_SUBGROUP_FEATURE_BASIC_BIT, "basic"},
+        {VK_SUBGROUP_FEATURE_VOTE_BIT, "vote"},
+        {VK_SUBGROUP_FEATURE_ARITHMETIC_BIT, "arithmetic"},
+        {VK_SUBGROUP_FEATURE_BALLOT_BIT, "ballot"},
+        {VK_SUBGROUP_FEATURE_SHUFFLE_BIT, "shuffle"},
+        {VK_SUBGROUP_FEATURE_SHUFFLE_RELATIVE_BIT, "shuffle_relative"},
+        {VK_SUBGROUP_FEATURE_CLUSTERED_BIT, "clustered"},
+        {VK_SUBGROUP_FEATURE_QUAD_BIT, "quad"},
+    };
+    std::string out;
+    for (auto [bit, name] : names) {
+        if (!(operations & bit)) continue;
+        if (!out.empty()) out += ' ';
+        out += name;
+    }
+    return out;
+}
+
+}  // namespace vkllm::gpu

@@ -1,0 +1,75 @@
+#pragma once
+// What a physical device can do, read once. These facts choose shader variants: every fp16 path has
+// an fp32 fallback, and VKLLM_DISABLE_F16=1 forces the fallbacks.
+#include <volk.h>
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace vkllm::gpu {
+
+struct MemoryHeapInfo {
+    uint64_t size;
+    bool device_local;
+};
+
+struct MemoryTypeInfo {
+    uint32_t heap;
+    VkMemoryPropertyFlags flags;
+};
+
+struct Capabilities {
+    // identity
+    std::string name;
+    std::string driver_name, driver_info;
+    VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
+    uint32_t vendor_id = 0, device_id = 0, api_version = 0, driver_version = 0;
+    std::array<uint8_t, VK_UUID_SIZE> device_uuid{}, pipeline_cache_uuid{};
+
+    // arithmetic and storage types
+    bool float16 = false, int8 = false, int16 = false, int64 = false;
+    bool storage_buffer_16bit = false, storage_buffer_8bit = false, push_constant_16bit = false;
+    bool integer_dot_product = false, integer_dot_product_accelerated = false;
+    bool cooperative_matrix = false;
+
+    // subgroups
+    uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;
+    VkSubgroupFeatureFlags subgroup_operations = 0;  // in compute shaders
+    bool subgroup_size_control = false, compute_full_subgroups = false;
+
+    // limits
+    uint32_t max_shared_memory = 0, max_workgroup_invocations = 0, max_push_constants = 0;
+    std::array<uint32_t, 3> max_workgroup_size{}, max_workgroup_count{};
+    uint64_t max_storage_buffer_range = 0, max_memory_allocation_size = 0, max_buffer_size = 0;
+    uint64_t min_storage_buffer_offset_alignment = 0, non_coherent_atom_size = 0;
+    bool maintenance4 = false, synchronization2 = false, timeline_semaphore = false;
+    bool push_descriptor = false, buffer_device_address = false;
+
+    // timing
+    bool compute_timestamps = false;
+    uint32_t timestamp_valid_bits = 0;
+    float timestamp_period_ns = 0;
+
+    // memory
+    std::vector<MemoryHeapInfo> heaps;
+    std::vector<MemoryTypeInfo> memory_types;
+    uint32_t compute_queue_family = UINT32_MAX;
+
+    bool has_subgroup(VkSubgroupFeatureFlagBits operation) const {
+        return (subgroup_operations & operation) != 0;
+    }
+    // fp16 arithmetic on 16-bit storage is usable and not disabled by VKLLM_DISABLE_F16.
+    bool use_float16() const;
+    // Device-local memory the host can map directly (integrated GPUs, ReBAR, lavapipe).
+    bool unified_memory() const;
+    std::string type_name() const;
+    std::string driver_version_string() const;
+};
+
+Capabilities probe(VkPhysicalDevice device);
+
+std::string subgroup_operation_names(VkSubgroupFeatureFlags operations);
+
+}  // namespace vkllm::gpu

@@ -1,0 +1,64 @@
+#pragma once
+// A logical device on the chosen physical device: one compute queue, a command pool, the memory
+// allocator and the pipeline cache. Selection: --device / VKLLM_DEVICE (an index or part of the
+// name), else the best by type (discrete, integrated, virtual, CPU).
+#include <volk.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/capabilities.h"
+#include "gpu/instance.h"
+
+namespace vkllm::gpu {
+
+class Allocator;
+class PipelineCache;
+
+struct DeviceChoice {
+    std::vector<Capabilities> devices;  // every physical device, in enumeration order
+    size_t chosen = 0;
+};
+
+// Probes every device and picks one; throws vkllm::Error when there is none or the selector
+// matches none.
+DeviceChoice choose_device(const Instance& instance, std::optional<std::string> selector = std::nullopt);
+
+// Why the device cannot run vkllm, or an empty string when it can.
+std::string missing_requirements(const Capabilities& caps);
+
+class Device {
+public:
+    explicit Device(const Instance& instance, std::optional<std::string> selector = std::nullopt);
+    ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    const Capabilities& caps() const { return caps_; }
+    VkDevice handle() const { return device_; }
+    VkQueue queue() const { return queue_; }
+    Allocator& allocator() { return *allocator_; }
+    PipelineCache& pipelines() { return *pipelines_; }
+
+    VkCommandBuffer allocate_command_buffer();
+    void free_command_buffer(VkCommandBuffer command_buffer);
+    // Submits and blocks until the GPU has finished it.
+    void submit_and_wait(VkCommandBuffer command_buffer);
+    void wait_idle();
+
+private:
+    const Capabilities caps_;
+    VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+    VkDevice device_ = VK_NULL_HANDLE;
+    VkQueue queue_ = VK_NULL_HANDLE;
+    VkCommandPool command_pool_ = VK_NULL_HANDLE;
+    VkFence fence_ = VK_NULL_HANDLE;
+    std::unique_ptr<Allocator> allocator_;
+    std::unique_ptr<PipelineCache> pipelines_;
+
+    Device(const Instance& instance, DeviceChoice choice);
+};
+
+}  // namespace vkllm::gpu

@@ -1,0 +1,113 @@
+#pragma once
+// GPU memory: large blocks (each at most maxMemoryAllocationSize, one VkBuffer spanning each) carved
+// into buffers. A logical buffer larger than maxStorageBufferRange (or VKLLM_MAX_BUFFER_RANGE) is
+// split into segments, each bindable on its own; the caller gives the granularity (a row's bytes) so
+// no row straddles two segments.
+#include <volk.h>
+
+#include <cstddef>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace vkllm::gpu {
+
+class Device;
+
+enum class MemoryDomain {
+    Device,        // device-local; the host may not be able to map it
+    DeviceMapped,  // device-local and host-visible where the device has it (integrated, ReBAR, CPU)
+    Upload,        // host-visible staging memory the device reads
+    Readback,      // host-visible, cached: the device writes, the host reads
+};
+
+// A bindable range of one VkBuffer; `mapped` points at its first byte when the host can see it.
+struct BufferRange {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceSize offset = 0;
+    VkDeviceSize size = 0;
+    std::byte* mapped = nullptr;
+
+    BufferRange sub(VkDeviceSize sub_offset, VkDeviceSize sub_size) const;
+};
+
+class Allocator;
+
+class Buffer {
+public:
+    Buffer() = default;
+    Buffer(Buffer&& other) noexcept;
+    Buffer& operator=(Buffer&& other) noexcept;
+    ~Buffer();
+
+    VkDeviceSize size() const { return size_; }
+    bool empty() const { return segments_.empty(); }
+    std::span<const BufferRange> segments() const { return segments_; }
+    // Every segment but the last has this many bytes.
+    VkDeviceSize segment_size() const { return segments_.empty() ? 0 : segments_[0].size; }
+    // The whole buffer as one range; only for a buffer that was not split.
+    const BufferRange& range() const;
+    bool host_visible() const { return !segments_.empty() && segments_[0].mapped; }
+
+    // Host access through the mapping, across segments (host-visible buffers only).
+    void write(VkDeviceSize offset, std::span<const std::byte> bytes) const;
+    void read(VkDeviceSize offset, std::span<std::byte> bytes) const;
+
+private:
+    friend class Allocator;
+    struct Piece {
+        size_t block;
+        VkDeviceSize offset, size;
+    };
+    Allocator* allocator_ = nullptr;
+    VkDeviceSize size_ = 0;
+    std::vector<BufferRange> segments_;
+    std::vector<Piece> pieces_;
+    void release();
+    template <class Bytes, class Copy>
+    void for_each_piece(VkDeviceSize offset, Bytes bytes, Copy copy) const;
+};
+
+struct MemoryStats {
+    uint64_t block_bytes = 0;  // allocated from the driver
+    uint64_t used_bytes = 0;   // handed out to buffers
+    size_t blocks = 0;
+};
+
+class Allocator {
+public:
+    Allocator(Device& device, VkPhysicalDevice physical);
+    ~Allocator();
+    Allocator(const Allocator&) = delete;
+    Allocator& operator=(const Allocator&) = delete;
+
+    // split_granularity = 0: the buffer must fit one binding (throws otherwise).
+    Buffer create(VkDeviceSize size, MemoryDomain domain, VkDeviceSize split_granularity = 0);
+    // Largest bindable range: maxStorageBufferRange, lowered by VKLLM_MAX_BUFFER_RANGE.
+    VkDeviceSize max_binding_range() const { return max_range_; }
+    MemoryStats stats() const;
+
+private:
+    friend class Buffer;
+    struct Block {
+        VkDeviceMemory memory = VK_NULL_HANDLE;
+        VkBuffer buffer = VK_NULL_HANDLE;
+        VkDeviceSize size = 0;
+        uint32_t memory_type = 0;
+        std::byte* mapped = nullptr;
+        std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size, coalesced
+    };
+    Device& device_;
+    VkPhysicalDeviceMemoryProperties memory_properties_{};
+    VkDeviceSize max_range_ = 0, max_block_ = 0, alignment_ = 0;
+    uint32_t buffer_memory_types_ = 0;  // memory types our storage buffers may live in
+    std::vector<std::unique_ptr<Block>> blocks_;  // a freed block's slot stays, empty
+
+    uint32_t memory_type_for(MemoryDomain domain, uint32_t allowed_types) const;
+    Buffer::Piece allocate(VkDeviceSize size, uint32_t memory_type);
+    size_t create_block(VkDeviceSize size, uint32_t memory_type);
+    void free(const Buffer::Piece& piece);
+};
+
+}  // namespace vkllm::gpu

@@ -1,0 +1,113 @@
+#include "gpu/transfer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/env.h"
+#include "gpu/check.h"
+#include "gpu/device.h"
+#include "gpu/dispatch.h"
+
+namespace vkllm::gpu {
+
+Transfer::Transfer(Device& device, VkDeviceSize ring_bytes)
+    : device_(device), staging_always_(env::flag("VKLLM_FORCE_STAGING")) {
+    ring_bytes = std::min(ring_bytes, device.allocator().max_binding_range());
+    ring_ = device.allocator().create(ring_bytes, MemoryDomain::Upload);
+    readback_ring_ = device.allocator().create(ring_bytes, MemoryDomain::Readback);
+}
+
+Transfer::~Transfer() {
+    if (command_buffer_) {
+        if (recording_) vkEndCommandBuffer(command_buffer_);
+        device_.free_command_buffer(command_buffer_);
+    }
+}
+
+template <class Copy>
+void Transfer::for_each_segment(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, Copy copy) {
+    if (offset + size > buffer.size()) fail("transfer of [{}, +{}) outside a {}-byte buffer", offset, size, buffer.size());
+    VkDeviceSize done = 0, step = buffer.segment_size();
+    while (done < size) {
+        VkDeviceSize at = offset + done;
+        const BufferRange& segment = buffer.segments()[at / step];
+        VkDeviceSize within = at % step;
+        VkDeviceSize count = std::min(size - done, segment.size - within);
+        copy(segment, within, done, count);
+        done += count;
+    }
+}
+
+VkCommandBuffer Transfer::begin() {
+    if (!command_buffer_) command_buffer_ = device_.allocate_command_buffer();
+    if (!recording_) {
+        VkCommandBufferBeginInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+        info.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+        VKLLM_VK_CHECK(vkBeginCommandBuffer(command_buffer_, &info));
+        record_full_barrier(command_buffer_);  // earlier submissions may still read what we overwrite
+        recording_ = true;
+    }
+    return command_buffer_;
+}
+
+void Transfer::flush() {
+    if (!recording_) return;
+    record_full_barrier(command_buffer_);  // later submissions read what was copied
+    VKLLM_VK_CHECK(vkEndCommandBuffer(command_buffer_));
+    recording_ = false;
+    device_.submit_and_wait(command_buffer_);
+    ++submits_;
+    head_ = 0;
+}
+
+void Transfer::upload(const Buffer& destination, VkDeviceSize offset, std::span<const std::byte> bytes) {
+    if (destination.host_visible() && !staging_always_) {
+        flush();  // keep the order of earlier staged copies to the same bytes
+        destination.write(offset, bytes);
+        return;
+    }
+    for_each_segment(destination, offset, bytes.size(),
+                     [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
+        while (count > 0) {
+            if (head_ == ring_.size()) flush();
+            VkDeviceSize chunk = std::min(count, ring_.size() - head_);
+            std::memcpy(ring_.range().mapped + head_, bytes.data() + from, chunk);
+            VkBufferCopy region{ring_.range().offset + head_, segment.offset + within, chunk};
+            vkCmdCopyBuffer(begin(), ring_.range().buffer, segment.buffer, 1, &region);
+            head_ += chunk;
+            within += chunk;
+            from += chunk;
+            count -= chunk;
+        }
+    });
+}
+
+void Transfer::readback(const Buffer& source, VkDeviceSize offset, std::span<std::byte> bytes) {
+    flush();
+    if (source.host_visible() && !staging_always_) {
+        source.read(offset, bytes);
+        return;
+    }
+    const BufferRange& ring = readback_ring_.range();
+    for_each_segment(source, offset, bytes.size(),
+                     [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
+        while (count > 0) {
+            VkDeviceSize chunk = std::min(count, ring.size);
+            VkBufferCopy region{segment.offset + within, ring.offset, chunk};
+            VkCommandBuffer command_buffer = begin();
+            vkCmdCopyBuffer(command_buffer, segment.buffer, ring.buffer, 1, &region);
+            VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+            barrier.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
+            barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+            vkCmdPipelineBarrier(command_buffer, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1,
+                                 &barrier, 0, nullptr, 0, nullptr);
+            flush();
+            std::memcpy(bytes.data() + from, ring.mapped, chunk);
+            within += chunk;
+            from += chunk;
+            count -= chunk;
+        }
+    });
+}
+
+}  // namespace vkllm::gpu

@@ -1,0 +1,128 @@
+// Push-constant structs, shared by GLSL and C++: one definition, 32-bit scalars only.
+// In C++ each struct is also checked with static_assert on its size.
+#ifndef VKLLM_SHADERS_PARAMS_H
+#define VKLLM_SHADERS_PARAMS_H
+
+#ifdef __cplusplus
+#include <cstdint>
+namespace vkllm::params {
+using uint = uint32_t;
+#define VKLLM_PARAMS_STRUCT(name) struct name
+#define VKLLM_PARAMS_END(name, bytes) ; static_assert(sizeof(name) == (bytes), #name " layout")
+#else
+#define VKLLM_PARAMS_STRUCT(name) struct name
+#define VKLLM_PARAMS_END(name, bytes)
+#endif
+
+// Foundation tests: y = a * x + y over n elements, with a spec-constant multiplier.
+VKLLM_PARAMS_STRUCT(AxpyParams) {
+    uint n;
+    float a;
+} VKLLM_PARAMS_END(AxpyParams, 8);
+
+// ---- Ops (runtime/ops except matvec/matmul): embedding rows, norms, elementwise, RoPE, softmax,
+// top-k, KV cache and attention. Per-step values (positions, slots) come from buffers, not from here.
+
+// Embedding rows from one weight segment holding rows row_offset .. row_offset + row_count - 1.
+VKLLM_PARAMS_STRUCT(GetRowsParams) {
+    uint n_cols;      // elements per row, a multiple of the block size
+    uint n_tokens;
+    uint row_offset;  // first row of the bound segment
+    uint row_count;   // rows in the bound segment
+    uint n_rows;      // rows of the whole weight; the segment at row 0 zero-fills ids outside it
+} VKLLM_PARAMS_END(GetRowsParams, 20);
+
+VKLLM_PARAMS_STRUCT(RmsNormParams) {
+    uint n;       // elements per row
+    uint n_rows;
+    float eps;
+} VKLLM_PARAMS_END(RmsNormParams, 12);
+
+// add: y = a + b[i % b_n]; scale: y = x * factor; swiglu/geglu: y = act(gate) * up.
+VKLLM_PARAMS_STRUCT(ElementwiseParams) {
+    uint n;
+    uint b_n;
+    float factor;
+} VKLLM_PARAMS_END(ElementwiseParams, 12);
+
+// RoPE in place on x [n_tokens] rows of token_stride floats, each starting with n_head heads.
+VKLLM_PARAMS_STRUCT(RopeParams) {
+    uint n_tokens;
+    uint n_head;
+    uint head_dim;
+    uint n_dims;        // rotated dims per head
+    uint token_stride;  // floats between tokens
+    float mscale;       // cos and sin multiplier (attn_factor, YaRN-corrected)
+} VKLLM_PARAMS_END(RopeParams, 24);
+
+// x [n_tokens][row] *= 1 + beta * ln(1 + floor(pos / floor_length)).
+VKLLM_PARAMS_STRUCT(AttnTempParams) {
+    uint n_tokens;
+    uint row;
+    uint floor_length;
+    float beta;
+} VKLLM_PARAMS_END(AttnTempParams, 16);
+
+VKLLM_PARAMS_STRUCT(SoftmaxParams) {
+    uint n;       // elements per row
+    uint n_rows;
+    float scale;  // applied to x before the softmax
+} VKLLM_PARAMS_END(SoftmaxParams, 12);
+
+// Top-k pass over rows of n candidates, each workgroup taking `chunk` of them and writing its k best.
+VKLLM_PARAMS_STRUCT(TopKParams) {
+    uint n;
+    uint n_rows;
+    uint k;
+    uint chunk;
+} VKLLM_PARAMS_END(TopKParams, 16);
+
+// Rows [n_tokens] of row_size values (src_stride floats apart) into cache cells given by a slot buffer.
+VKLLM_PARAMS_STRUCT(KvWriteParams) {
+    uint n_tokens;
+    uint row_size;
+    uint src_stride;
+    uint n_cells;
+} VKLLM_PARAMS_END(KvWriteParams, 16);
+
+// Attention of q [n_tokens][n_head][head_dim_k] over a cache of n_cells cells. Decode splits the keys
+// into n_chunks workgroups; prefill runs passes over keys key_begin .. key_end - 1.
+VKLLM_PARAMS_STRUCT(AttentionParams) {
+    uint n_tokens;
+    uint n_head;
+    uint n_head_kv;
+    uint n_cells;
+    uint n_chunks;
+    uint key_begin;
+    uint key_end;
+    uint n_swa;  // 0: no sliding window
+    float scale;
+    float softcap;  // 0: off
+} VKLLM_PARAMS_END(AttentionParams, 40);
+
+// ---- matvec / matmul (engineer "matmul"): y = W x with W [rows][cols] in ggml order. ----
+// A weight split into segments is one dispatch per segment; the segment holds rows
+// row_offset .. row_offset + row_count - 1 of W and is bound as the weight binding.
+// matvec: x [cols], y [rows].
+VKLLM_PARAMS_STRUCT(MatvecParams) {
+    uint cols;
+    uint row_count;
+    uint row_offset;
+} VKLLM_PARAMS_END(MatvecParams, 12);
+
+// matmul: x [n_tokens][cols], y [n_tokens][rows] (each token's vector contiguous, as ggml_mul_mat).
+VKLLM_PARAMS_STRUCT(MatmulParams) {
+    uint cols;
+    uint rows;
+    uint row_count;
+    uint row_offset;
+    uint n_tokens;
+} VKLLM_PARAMS_END(MatmulParams, 20);
+
+#ifdef __cplusplus
+}  // namespace vkllm::params
+#undef VKLLM_PARAMS_STRUCT
+#undef VKLLM_PARAMS_END
+#endif
+
+#endif
