@@ -12,7 +12,7 @@
 #include <bit>
 #include <cerrno>
 #include <cstring>
-#include <format>
+#include <fmt/format.h>
 #include <limits>
 #include <utility>
 
@@ -143,7 +143,7 @@ std::string integer_string(const Value& v) {
 
 std::string describe_type(const Value& v) {
     if (v.type != ValueType::Array) return std::string(value_type_name(v.type));
-    return std::format("array of {}", value_type_name(v.element_type));
+    return fmt::format("array of {}", value_type_name(v.element_type));
 }
 
 // Reads little-endian fields from one part, failing with the file, the context (a key or tensor)
@@ -158,8 +158,8 @@ public:
     void set_context(std::string context) { context_ = std::move(context); }
 
     template <class... Args>
-    [[noreturn]] void fail_at(uint64_t offset, std::format_string<Args...> fmt, Args&&... args) const {
-        const std::string what = std::format(fmt, std::forward<Args>(args)...);
+    [[noreturn]] void fail_at(uint64_t offset, fmt::format_string<Args...> fmt, Args&&... args) const {
+        const std::string what = fmt::format(fmt, std::forward<Args>(args)...);
         if (context_.empty()) fail("{}: {} at offset {:#x}", file_, what, offset);
         fail("{}: {}: {} at offset {:#x}", file_, context_, what, offset);
     }
@@ -300,12 +300,12 @@ private:
     }
 
     void read_key_value(uint64_t index) {
-        in_.set_context(std::format("metadata entry {}", index));
+        in_.set_context(fmt::format("metadata entry {}", index));
         const uint64_t at = in_.offset();
         KeyValue kv;
         kv.key = in_.read_string("key");
         if (kv.key.empty()) in_.fail_at(at, "key is empty");
-        in_.set_context(std::format("key '{}'", kv.key));
+        in_.set_context(fmt::format("key '{}'", kv.key));
         if (part_.key_index.contains(kv.key)) in_.fail_at(at, "duplicate key");
         const ValueType type = read_value_type(in_, "value type");
         kv.value = read_value(in_, type, 0);
@@ -327,7 +327,7 @@ private:
     }
 
     void read_tensor_info(uint64_t index) {
-        in_.set_context(std::format("tensor {}", index));
+        in_.set_context(fmt::format("tensor {}", index));
         const uint64_t at = in_.offset();
         Tensor t;
         t.part = part_index_;
@@ -335,7 +335,7 @@ private:
         if (t.name.empty()) in_.fail_at(at, "name is empty");
         if (t.name.size() > max_name_bytes)
             in_.fail_at(at, "name is {} bytes, longer than ggml's limit of {}", t.name.size(), max_name_bytes);
-        in_.set_context(std::format("tensor '{}'", t.name));
+        in_.set_context(fmt::format("tensor '{}'", t.name));
         if (!names_.emplace(t.name, index).second) in_.fail_at(at, "duplicate tensor name");
         read_shape(t);
         const uint64_t type_at = in_.offset();
@@ -382,7 +382,7 @@ private:
         const uint64_t file_size = bytes_.size();
         for (size_t i = 0; i < part_.tensors.size(); ++i) {
             Tensor& t = part_.tensors[i];
-            in_.set_context(std::format("tensor '{}'", t.name));
+            in_.set_context(fmt::format("tensor '{}'", t.name));
             if (t.offset % part_.alignment != 0)
                 in_.fail_at(offset_at_[i], "data offset {:#x} is not a multiple of the alignment {}", t.offset,
                             part_.alignment);
@@ -406,7 +406,7 @@ private:
             const Tensor& before = part_.tensors[order[i - 1]];
             const Tensor& after = part_.tensors[order[i]];
             if (before.offset + before.nbytes > after.offset) {
-                in_.set_context(std::format("tensor '{}'", after.name));
+                in_.set_context(fmt::format("tensor '{}'", after.name));
                 in_.fail_at(offset_at_[order[i]], "data at {:#x} overlaps tensor '{}' ({} bytes at {:#x})", after.offset,
                             before.name, before.nbytes, before.offset);
             }
@@ -424,12 +424,12 @@ private:
 // "dir/model-00001-of-00003.gguf" -> the paths of all 3 parts; empty when the name has no such suffix.
 std::vector<std::filesystem::path> split_paths(const std::filesystem::path& first, uint32_t count) {
     const std::string file = first.filename().string();
-    const std::string suffix = std::format("-00001-of-{:05}.gguf", count);
+    const std::string suffix = fmt::format("-00001-of-{:05}.gguf", count);
     if (file.size() <= suffix.size() || !file.ends_with(suffix)) return {};
     const std::string prefix = file.substr(0, file.size() - suffix.size());
     std::vector<std::filesystem::path> paths;
     for (uint32_t k = 1; k <= count; ++k)
-        paths.push_back(first.parent_path() / std::format("{}-{:05}-of-{:05}.gguf", prefix, k, count));
+        paths.push_back(first.parent_path() / fmt::format("{}-{:05}-of-{:05}.gguf", prefix, k, count));
     return paths;
 }
 
@@ -467,7 +467,7 @@ std::string_view value_type_name(ValueType type) {
 
 std::string Tensor::shape_string() const {
     std::string out = std::to_string(ne[0]);
-    for (uint32_t d = 1; d < n_dims; ++d) out += std::format(" x {}", ne[d]);
+    for (uint32_t d = 1; d < n_dims; ++d) out += fmt::format(" x {}", ne[d]);
     return out;
 }
 
