@@ -1,0 +1,39 @@
+#pragma once
+// Codepoint-level helpers the tokenizers share: lenient UTF-8 decoding the way llama.cpp's
+// unicode.cpp does it, character classes from ICU grouped like llama.cpp's `unicode_cpt_flags`,
+// NFD and lowercase for WordPiece, and GPT-2's byte <-> printable-codepoint alphabet.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vkllm::tokenizer {
+
+// General category, folded to the groups llama.cpp's regex categories use (\p{N}, \p{L}, ...).
+enum class CharClass : uint8_t { Undefined, Number, Letter, Separator, Mark, Punctuation, Symbol, Control };
+
+CharClass char_class(char32_t cpt);
+bool is_whitespace(char32_t cpt);  // the Unicode White_Space property (25 codepoints)
+char32_t to_lower(char32_t cpt);   // simple (one-to-one) lowercase mapping
+std::vector<char32_t> nfd(std::span<const char32_t> cpts);
+
+// Byte length announced by a UTF-8 lead byte (1 for continuation bytes), as llama.cpp's
+// `unicode_len_utf8` counts it when it walks a string one character at a time.
+size_t utf8_length(uint8_t lead);
+
+// Every byte that does not start a well-formed sequence becomes one U+FFFD.
+std::vector<char32_t> decode_utf8(std::string_view text);
+void append_utf8(std::string& out, char32_t cpt);
+
+// Length of the longest prefix of `bytes` that does not end inside a UTF-8 sequence: what a
+// streaming decoder may print now, keeping the rest until the next token completes it.
+size_t complete_utf8_prefix(std::string_view bytes);
+
+// GPT-2 byte-level alphabet: bytes 0x21-0x7E, 0xA1-0xAC and 0xAE-0xFF stand for themselves,
+// the other 68 bytes map to U+0100.. in increasing byte order.
+std::string_view byte_to_unicode(uint8_t byte);  // UTF-8 of the mapped codepoint
+std::optional<uint8_t> unicode_to_byte(char32_t cpt);
+
+}  // namespace vkllm::tokenizer
