@@ -27,7 +27,16 @@ void read_tokens(const gguf::File& file, Vocab& vocab) {
     }
     const size_t n = vocab.tokens.size();
     vocab.scores.assign(n, 0.0f);
-    if (auto scores = file.get_f32_array("tokenizer.ggml.scores")) {
+    // Tiktoken conversions store integer scores; llama.cpp accepts both.
+    const gguf::Value* scores_value = file.find("tokenizer.ggml.scores");
+    std::optional<std::vector<float>> scores;
+    if (scores_value && scores_value->type == gguf::ValueType::Array && scores_value->element_type == gguf::ValueType::I32) {
+        const auto integers = file.get_i32_array("tokenizer.ggml.scores");
+        scores.emplace(integers->begin(), integers->end());
+    } else {
+        scores = file.get_f32_array("tokenizer.ggml.scores");
+    }
+    if (scores) {
         if (scores->size() < n)
             fail("{}: tokenizer.ggml.scores has {} entries for {} tokens", file.name(), scores->size(), n);
         std::copy_n(scores->begin(), n, vocab.scores.begin());
