@@ -1,0 +1,85 @@
+#include "ops/matmul.h"
+
+#include "core/error.h"
+#include "gpu/capabilities.h"
+#include "gpu/device.h"
+#include "gpu/pipeline.h"
+#include "params.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+constexpr uint32_t outputs_per_lane = 4;  // TM and TN in shaders/matmul_body.glsl
+constexpr uint32_t tile_line_bytes = 9 * 16;  // TILE_STRIDE vec4s of fp32
+
+uint32_t workgroup_size(const MatmulConfig& config) {
+    return config.tile_rows / outputs_per_lane * (config.tile_tokens / outputs_per_lane);
+}
+
+void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
+    if (config.tile_rows == 0 || config.tile_tokens == 0 || config.tile_rows % outputs_per_lane != 0 ||
+        config.tile_tokens % outputs_per_lane != 0)
+        fail("matmul: a {} x {} tile is not made of 4 x 4 blocks", config.tile_rows, config.tile_tokens);
+    const uint32_t invocations = workgroup_size(config);
+    const uint64_t shared_bytes = uint64_t(config.tile_rows + config.tile_tokens) * tile_line_bytes;
+    if (invocations > caps.max_workgroup_invocations || invocations > caps.max_workgroup_size[0] ||
+        shared_bytes > caps.max_shared_memory)
+        fail("matmul: a {} x {} tile needs {} invocations and {} bytes of shared memory, more than the device has",
+             config.tile_rows, config.tile_tokens, invocations, shared_bytes);
+    if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
+        fail("matmul: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
+}
+
+}  // namespace
+
+MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type) {
+    MatmulConfig config;
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) config = {.tile_rows = 32, .tile_tokens = 32};
+    config.float16 = caps.use_float16() && has_f16_variant(type);
+    return config;
+}
+
+std::string matmul_pipeline_name(gguf::GgmlType type, bool float16) {
+    return weight_pipeline_name("matmul", type, float16);
+}
+
+std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
+                                  const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
+                                  std::optional<MatmulConfig> config) {
+    const gpu::Capabilities& caps = device.caps();
+    const std::vector<WeightSegment> segments = weight_segments(weights, "matmul");
+    if (n_tokens == 0) fail("matmul: no tokens");
+    const uint64_t x_bytes = uint64_t(n_tokens) * weights.cols * 4, y_bytes = uint64_t(n_tokens) * weights.rows * 4;
+    if (x.size < x_bytes || y.size < y_bytes)
+        fail("matmul: {} x {} weights and {} tokens need x of {} bytes and y of {} bytes, got {} and {}",
+             weights.rows, weights.cols, n_tokens, x_bytes, y_bytes, x.size, y.size);
+    // Element indices are 32-bit in the kernel.
+    if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
+        fail("matmul: {} tokens of {} x {} weights exceed 2^32 elements", n_tokens, weights.rows, weights.cols);
+    const MatmulConfig launch = config ? *config : matmul_config(caps, weights.type);
+    check_config(launch, caps, weights.type);
+
+    const gpu::Pipeline& pipeline = device.pipelines().get(
+        matmul_pipeline_name(weights.type, launch.float16),
+        {{0, workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}, {5, accumulate}});
+    const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
+    std::vector<gpu::Dispatch> dispatches;
+    for (const WeightSegment& segment : segments) {
+        gpu::Dispatch& dispatch = dispatches.emplace_back();
+        dispatch.pipeline = &pipeline;
+        dispatch.bindings = {{segment.range, gpu::Access::Read},
+                             {x, gpu::Access::Read},
+                             {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write}};
+        dispatch.params(params::MatmulParams{.cols = weights.cols, .rows = weights.rows,
+                                             .row_count = segment.row_count, .row_offset = segment.row_offset,
+                                             .n_tokens = n_tokens});
+        dispatch.groups = {(segment.row_count + launch.tile_rows - 1) / launch.tile_rows, token_groups, 1};
+        if (dispatch.groups[0] > caps.max_workgroup_count[0] || dispatch.groups[1] > caps.max_workgroup_count[1])
+            fail("matmul: {} x {} workgroups exceed the device's dispatch limits", dispatch.groups[0],
+                 dispatch.groups[1]);
+    }
+    return dispatches;
+}
+
+}  // namespace vkllm::ops

@@ -1,0 +1,154 @@
+#include "ops/matvec.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "core/error.h"
+#include "gpu/capabilities.h"
+#include "gpu/device.h"
+#include "gpu/pipeline.h"
+#include "params.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+// Units of 32 elements (shaders/dequant_common.glsl) one invocation may loop over. Lavapipe stops a
+// loop silently past ~21k iterations per invocation; longer rows get more threads per row.
+constexpr uint32_t max_units_per_invocation = 1024;
+constexpr uint32_t max_rows_per_team = 4;  // MAX_ROWS_PER_TEAM in shaders/matvec_body.glsl
+
+// The smallest team that spans whole subgroups whatever size the driver picks.
+uint32_t subgroup_team(const gpu::Capabilities& caps) {
+    return std::max({caps.max_subgroup_size, caps.subgroup_size, 1u});
+}
+
+// Raises threads_per_row (and the workgroup with it) until no invocation loops over more than
+// max_units_per_invocation units of a row.
+MatvecConfig fit_row_length(MatvecConfig config, const gpu::Capabilities& caps, uint32_t cols) {
+    const uint32_t units = (cols + weight_unit_elems - 1) / weight_unit_elems;
+    while ((units + config.threads_per_row - 1) / config.threads_per_row > max_units_per_invocation)
+        config.threads_per_row = config.threads_per_row == 1 ? subgroup_team(caps) : 2 * config.threads_per_row;
+    config.workgroup_size = std::max(config.workgroup_size, config.threads_per_row);
+    if (config.workgroup_size > caps.max_workgroup_invocations || config.workgroup_size > caps.max_workgroup_size[0])
+        fail("matvec: rows of {} columns need {} threads per row, more than a workgroup of this device holds",
+             cols, config.threads_per_row);
+    return config;
+}
+
+void check_config(const MatvecConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
+    const uint32_t team = config.threads_per_row;
+    if (team == 0 || (team != 1 && team % subgroup_team(caps) != 0) || config.workgroup_size % team != 0)
+        fail("matvec: {} threads per row in a workgroup of {}: a team must be 1 thread or whole subgroups of {}",
+             team, config.workgroup_size, subgroup_team(caps));
+    if (config.rows_per_team == 0 || config.rows_per_team > max_rows_per_team)
+        fail("matvec: {} rows per team (1 to {})", config.rows_per_team, max_rows_per_team);
+    if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
+        fail("matvec: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
+}
+
+}  // namespace
+
+uint64_t weight_row_bytes(gguf::GgmlType type, uint32_t cols) { return gguf::row_bytes(type, cols); }
+
+void check_weight_shape(gguf::GgmlType type, uint32_t rows, uint32_t cols, std::string_view op) {
+    const std::string_view name = gguf::type_name(type);
+    if (!gguf::runs_on_vkllm(type)) fail("{}: vkllm has no kernel for {} weights", op, name);
+    if (rows == 0 || cols == 0) fail("{}: an empty {} x {} weight matrix", op, rows, cols);
+    const uint32_t granularity = gguf::block_size(type) == 1 ? 4 : gguf::block_size(type);
+    if (cols % granularity != 0)
+        fail("{}: {} weights with {} columns: the kernels need a multiple of {}", op, name, cols, granularity);
+}
+
+std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::string_view op) {
+    check_weight_shape(weights.type, weights.rows, weights.cols, op);
+    if (!weights.buffer || weights.buffer->empty()) fail("{}: no weight buffer", op);
+    const gpu::Buffer& buffer = *weights.buffer;
+    const uint64_t row_bytes = weight_row_bytes(weights.type, weights.cols);
+    if (buffer.size() < row_bytes * weights.rows)
+        fail("{}: a buffer of {} bytes cannot hold {} rows of {} bytes", op, buffer.size(), weights.rows, row_bytes);
+    if (buffer.segments().size() > 1 && buffer.segment_size() % row_bytes != 0)
+        fail("{}: weights split every {} bytes, not at a multiple of the {}-byte row", op, buffer.segment_size(),
+             row_bytes);
+    std::vector<WeightSegment> segments;
+    uint32_t row = 0;
+    for (const gpu::BufferRange& range : buffer.segments()) {
+        if (row == weights.rows) break;
+        WeightSegment& segment = segments.emplace_back();
+        segment.row_offset = row;
+        segment.row_count = uint32_t(std::min<uint64_t>(range.size / row_bytes, weights.rows - row));
+        // The kernels read whole 32-bit words; the allocator aligns every piece to at least 64 bytes,
+        // so the word holding a segment's last byte is always allocated.
+        segment.range = range;
+        segment.range.size = (range.size + 3) / 4 * 4;
+        row += segment.row_count;
+    }
+    return segments;
+}
+
+bool has_f16_variant(gguf::GgmlType type) {
+    return type != gguf::GgmlType::F32 && type != gguf::GgmlType::BF16;
+}
+
+std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16) {
+    std::string name = fmt::format("{}_{}", op, gguf::type_name(type));
+    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    return float16 ? name + "_f16" : name;
+}
+
+std::array<uint32_t, 3> group_grid(uint64_t groups, const gpu::Capabilities& caps) {
+    const uint64_t x = std::min<uint64_t>(groups, caps.max_workgroup_count[0]);
+    const uint64_t y = (groups + x - 1) / x;
+    if (y > caps.max_workgroup_count[1]) fail("{} workgroups exceed the device's dispatch limits", groups);
+    return {uint32_t(x), uint32_t(y), 1};
+}
+
+MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols) {
+    MatvecConfig config;
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        // lavapipe runs each subgroup as SIMD lanes of one CPU thread: independent rows per lane beat
+        // any reduction (docs/PERFORMANCE.md has the measurements).
+        config = {.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 1};
+    } else {
+        // One or more subgroups per row, so consecutive lanes read consecutive blocks.
+        const uint32_t team = std::max(32u, subgroup_team(caps));
+        config = {.workgroup_size = std::max(128u, team), .threads_per_row = team, .rows_per_team = 2};
+    }
+    config.float16 = caps.use_float16() && has_f16_variant(type);
+    return fit_row_length(config, caps, cols);
+}
+
+std::string matvec_pipeline_name(gguf::GgmlType type, bool float16) {
+    return weight_pipeline_name("matvec", type, float16);
+}
+
+std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
+                                  const gpu::BufferRange& y, bool accumulate, std::optional<MatvecConfig> config) {
+    const gpu::Capabilities& caps = device.caps();
+    const std::vector<WeightSegment> segments = weight_segments(weights, "matvec");
+    if (x.size < uint64_t(weights.cols) * 4 || y.size < uint64_t(weights.rows) * 4)
+        fail("matvec: {} x {} weights need x of {} bytes and y of {} bytes, got {} and {}", weights.rows,
+             weights.cols, uint64_t(weights.cols) * 4, uint64_t(weights.rows) * 4, x.size, y.size);
+    MatvecConfig launch = config ? fit_row_length(*config, caps, weights.cols)
+                                 : matvec_config(caps, weights.type, weights.cols);
+    check_config(launch, caps, weights.type);
+
+    const gpu::Pipeline& pipeline = device.pipelines().get(
+        matvec_pipeline_name(weights.type, launch.float16),
+        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}, {5, accumulate}});
+    const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
+    std::vector<gpu::Dispatch> dispatches;
+    for (const WeightSegment& segment : segments) {
+        gpu::Dispatch& dispatch = dispatches.emplace_back();
+        dispatch.pipeline = &pipeline;
+        dispatch.bindings = {{segment.range, gpu::Access::Read},
+                             {x, gpu::Access::Read},
+                             {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write}};
+        dispatch.params(params::MatvecParams{.cols = weights.cols, .row_count = segment.row_count,
+                                             .row_offset = segment.row_offset});
+        dispatch.groups = group_grid((segment.row_count + rows_per_group - 1) / rows_per_group, caps);
+    }
+    return dispatches;
+}
+
+}  // namespace vkllm::ops

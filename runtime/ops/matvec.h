@@ -1,0 +1,71 @@
+#pragma once
+// Matrix-vector products for decode: y = W x, or y += W x with the residual add fused in. W stays in
+// its GGUF blocks (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) and is decoded in
+// the kernel (shaders/matvec_<type>.comp, block decoding in shaders/dequant_<type>.glsl).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/types.h"
+#include "gpu/dispatch.h"
+
+namespace vkllm::gpu {
+struct Capabilities;
+class Device;
+}  // namespace vkllm::gpu
+
+namespace vkllm::ops {
+
+// A weight matrix on the GPU in ggml order (ne = {cols, rows}): `rows` rows of `cols` elements in
+// the blocks of `type`. A buffer larger than one binding is split at row granularity
+// (weight_row_bytes); each segment becomes one dispatch.
+struct WeightMatrix {
+    gguf::GgmlType type = gguf::GgmlType::F32;
+    uint32_t rows = 0, cols = 0;
+    const gpu::Buffer* buffer = nullptr;
+};
+
+// Bytes of one row of the matrix: the split granularity to create its buffer with.
+uint64_t weight_row_bytes(gguf::GgmlType type, uint32_t cols);
+// Throws vkllm::Error naming `op` when the kernels cannot take a weight of this type and shape:
+// the type must be one vkllm runs, cols a multiple of its block (of 4 for F32, F16 and BF16).
+void check_weight_shape(gguf::GgmlType type, uint32_t rows, uint32_t cols, std::string_view op);
+
+// Shared by matvec and matmul.
+constexpr uint32_t weight_unit_elems = 32;  // UNIT_ELEMS in shaders/dequant_common.glsl
+// One segment of a weight buffer as a dispatch binds it: rows row_offset .. row_offset + row_count - 1.
+struct WeightSegment {
+    gpu::BufferRange range;
+    uint32_t row_offset = 0, row_count = 0;
+};
+// The segments holding the matrix's rows; throws vkllm::Error naming `op` for a bad shape or buffer.
+std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::string_view op);
+bool has_f16_variant(gguf::GgmlType type);  // all but F32 (precision) and BF16 (range)
+// "matvec_q4_k", "matmul_f16_f16": the op, the weight type, then _f16 for the fp16 variant.
+std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16);
+// Workgroup counts covering `groups` along x, folded into y past the device's x limit.
+std::array<uint32_t, 3> group_grid(uint64_t groups, const gpu::Capabilities& caps);
+
+// Launch shape of the matvec kernel; matvec_config picks it per device and row length.
+struct MatvecConfig {
+    uint32_t workgroup_size = 128;
+    uint32_t threads_per_row = 32;  // 1, or a multiple of the device's largest subgroup size
+    uint32_t rows_per_team = 2;     // rows each team of threads_per_row computes, 1..4
+    bool float16 = false;           // the fp16-arithmetic variant (where the type has one)
+};
+
+MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols);
+// The pipeline name for a weight type: matvec_q4_k, or matvec_q4_k_f16 for the fp16 variant.
+std::string matvec_pipeline_name(gguf::GgmlType type, bool float16);
+
+// One dispatch per weight segment computing y = W x (y += W x with accumulate); x holds cols floats
+// and y rows floats. A config (for tests and benchmarks) replaces the device's default; its
+// threads_per_row is still raised where a row would loop past lavapipe's cap.
+std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
+                                  const gpu::BufferRange& y, bool accumulate,
+                                  std::optional<MatvecConfig> config = std::nullopt);
+
+}  // namespace vkllm::ops

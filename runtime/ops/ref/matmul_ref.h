@@ -1,0 +1,17 @@
+#pragma once
+// Reference matrix products with GGUF weights (model-notes.md A.2): each weight row is dequantized
+// with gguf::dequantize, then dotted with the input in double precision.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "gguf/types.h"
+
+namespace vkllm::ref {
+
+// y[t][r] = sum_k W[r][k] * x[t][k] for t < n_tokens (x is [n_tokens][cols], y [n_tokens][rows]);
+// W is `rows` rows of `cols` elements in the blocks of `type`. With accumulate, adds into y instead.
+void matmul(gguf::GgmlType type, std::span<const std::byte> weights, uint32_t rows, uint32_t cols,
+            std::span<const float> x, uint32_t n_tokens, std::span<float> y, bool accumulate = false);
+
+}  // namespace vkllm::ref

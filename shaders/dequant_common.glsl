@@ -1,0 +1,76 @@
+// Shared by every dequant_<type>.glsl: the weight binding, loads at byte offsets, and the value types
+// of the fp16 (F16=1) and fp32 variants.
+//
+// A weight type's include defines how a row is cut into units of 32 elements (one unit = 8 runs of 4
+// consecutive elements) and decodes one unit into
+//   q[8]            the runs' quantized values, exact small integers (or the raw F16/F32/BF16 values)
+//   scale_bias[g]   per scale group g of 8 / SCALE_GROUPS consecutive runs: value = q * x + y
+// so matvec can factor the scales out of its dot products and matmul can write values into a tile.
+#extension GL_EXT_control_flow_attributes : require
+#ifdef F16
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define QFLOAT float16_t
+#define QVEC4 f16vec4
+#else
+#define QFLOAT float
+#define QVEC4 vec4
+#endif
+
+const uint UNIT_ELEMS = 32;
+const uint UNIT_RUNS = 8;
+
+// The weights, bound once per split segment. Views of the same binding for wide loads; blocks of
+// 18, 22, 34 or 210 bytes are only 2-byte aligned, so those types go through the funnel loads below.
+layout(set = 0, binding = 0, std430) readonly buffer WeightWords { uint weight_u32[]; };
+layout(set = 0, binding = 0, std430) readonly buffer WeightWords2 { uvec2 weight_u32x2[]; };
+layout(set = 0, binding = 0, std430) readonly buffer WeightWords4 { uvec4 weight_u32x4[]; };
+
+// The fp16 value at an even byte offset.
+float load_half(uint byte_offset) {
+    return unpackHalf2x16(weight_u32[byte_offset >> 2] >> ((byte_offset & 2u) << 3)).x;
+}
+
+// Joins two consecutive words into the word starting `shift` (0 or 16) bits into the first.
+// (hi << 1) << (31 - shift) is hi << 16 for shift 16 and 0 for shift 0, without a 32-bit shift.
+uint funnel(uint lo, uint hi, uint shift) {
+    return (lo >> shift) | ((hi << 1) << (31u - shift));
+}
+
+// Loads at an even byte offset touch only the words overlapping the bytes they return, so a weight
+// binding must cover its last byte's whole word (its size rounded up to 4 bytes), nothing more.
+// The word after the aligned ones is read only when the offset is 2 mod 4.
+uint next_word(uint word, uint shift) {
+    uint value = 0u;
+    if (shift != 0u) value = weight_u32[word];
+    return value;
+}
+
+// The 32-bit word at an even byte offset.
+uint load_u32_even(uint byte_offset) {
+    uint word = byte_offset >> 2, shift = (byte_offset & 2u) << 3;
+    return funnel(weight_u32[word], next_word(word + 1, shift), shift);
+}
+
+// Two words at an even byte offset.
+uvec2 load_u32x2_even(uint byte_offset) {
+    uint word = byte_offset >> 2, shift = (byte_offset & 2u) << 3;
+    uint w0 = weight_u32[word], w1 = weight_u32[word + 1], w2 = next_word(word + 2, shift);
+    return uvec2(funnel(w0, w1, shift), funnel(w1, w2, shift));
+}
+
+// Four words at an even byte offset.
+uvec4 load_u32x4_even(uint byte_offset) {
+    uint word = byte_offset >> 2, shift = (byte_offset & 2u) << 3;
+    uint w0 = weight_u32[word], w1 = weight_u32[word + 1], w2 = weight_u32[word + 2];
+    uint w3 = weight_u32[word + 3], w4 = next_word(word + 4, shift);
+    return uvec4(funnel(w0, w1, shift), funnel(w1, w2, shift), funnel(w2, w3, shift), funnel(w3, w4, shift));
+}
+
+// The four bytes of a word, and its four low / high nibbles, lowest byte first.
+uvec4 bytes_of(uint word) { return (uvec4(word) >> uvec4(0, 8, 16, 24)) & 0xFFu; }
+uvec4 low_nibbles(uint word) { return (uvec4(word) >> uvec4(0, 8, 16, 24)) & 0xFu; }
+uvec4 high_nibbles(uint word) { return (uvec4(word) >> uvec4(4, 12, 20, 28)) & 0xFu; }
+// Bit `bit` of each of the four bytes of a word.
+uvec4 byte_bits(uint word, uint bit) { return (uvec4(word) >> (uvec4(0, 8, 16, 24) + bit)) & 1u; }
+// The four bytes of a word as signed int8.
+ivec4 signed_bytes_of(uint word) { return ivec4(uvec4(word) << uvec4(24, 16, 8, 0)) >> 24; }

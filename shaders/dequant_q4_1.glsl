@@ -1,0 +1,24 @@
+// Q4_1: { half d; half m; uint8 qs[16]; } (20 bytes, 4-byte aligned), value = nibble * d + m
+// (model-notes.md A.4). One unit is the whole block.
+#include "dequant_common.glsl"
+
+const bool DENSE = false;
+const uint BLOCK_ELEMS = 32;
+const uint BLOCK_BYTES = 20;
+const uint SCALE_GROUPS = 1;
+const bool HAS_BIAS = true;
+
+uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
+
+// Run r of the block: elements 4r..4r+3 (runs 0-3 from the low nibbles of qs word r, 4-7 the high).
+uint run_element(uint unit, uint run) { return 4 * run; }
+
+void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
+    uint word = block_byte >> 2;
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+        uint qs = weight_u32[word + 1 + i];
+        q[i] = QVEC4(low_nibbles(qs));
+        q[i + 4] = QVEC4(high_nibbles(qs));
+    }
+    scale_bias[0] = unpackHalf2x16(weight_u32[word]);
+}

@@ -1,0 +1,28 @@
+// Q8_0: { half d; int8 qs[32]; } (34 bytes), value = qs * d (model-notes.md A.4). One unit is the
+// whole block.
+#include "dequant_common.glsl"
+
+const bool DENSE = false;
+const uint BLOCK_ELEMS = 32;
+const uint BLOCK_BYTES = 34;
+const uint SCALE_GROUPS = 1;
+const bool HAS_BIAS = false;
+
+uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
+
+// Run r of the block: elements 4r..4r+3 (qs word r).
+uint run_element(uint unit, uint run) { return 4 * run; }
+
+void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
+    // The block's 17 words from its (2-byte aligned) start; d is the first half, qs follow.
+    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
+    uint words[9];
+    [[unroll]] for (uint i = 0; i < 9; ++i) words[i] = weight_u32[word + i];
+    uint first = shift == 0u ? words[0] : words[0] >> 16;
+    // qs starts 16 bits after the block: funnel by shift + 16 bits, i.e. one word further on for shift 16.
+    [[unroll]] for (uint i = 0; i < 8; ++i) {
+        uint qs = shift == 0u ? funnel(words[i], words[i + 1], 16u) : words[i + 1];
+        q[i] = QVEC4(signed_bytes_of(qs));
+    }
+    scale_bias[0] = vec2(unpackHalf2x16(first).x, 0.0);
+}

@@ -1,0 +1,95 @@
+// Matrix-matrix product Y = W X (prefill): y[t][row] = sum_k W[row][k] x[t][k] for n_tokens token
+// vectors, or Y += W X with ACCUMULATE (the residual add fused in). Included after a
+// dequant_<type>.glsl. Bindings: 0 weights (one split segment), 1 x [n_tokens][cols],
+// 2 y [n_tokens][rows].
+//
+// A workgroup computes a TILE_ROWS x TILE_TOKENS tile of Y, each invocation TM x TN of it. Per step
+// along k, the workgroup decodes one 32-element unit of each tile row into shared memory, stages the
+// matching x values beside it, and every invocation accumulates its outputs from the two tiles. Only
+// the step loop runs per unit of k, so a 16384-column row takes 512 iterations (lavapipe's loop cap).
+#include "params.h"
+
+const uint TM = 4;  // rows per invocation
+const uint TN = 4;  // tokens per invocation
+const uint TILE_STRIDE = UNIT_RUNS + 1;  // vec4s per tile line, padded against shared-memory bank conflicts
+
+// The workgroup size must be (TILE_ROWS / TM) * (TILE_TOKENS / TN).
+layout(local_size_x_id = 0) in;
+layout(constant_id = 3) const uint TILE_ROWS = 64;    // a multiple of TM
+layout(constant_id = 4) const uint TILE_TOKENS = 64;  // a multiple of TN
+layout(constant_id = 5) const bool ACCUMULATE = false;
+
+layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
+layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
+layout(push_constant) uniform Push { MatmulParams p; };
+
+shared QVEC4 tile_w[TILE_ROWS * TILE_STRIDE];
+shared QVEC4 tile_x[TILE_TOKENS * TILE_STRIDE];
+
+// Decodes unit `u` (along k) of each tile row into tile_w; rows past the end repeat the last row.
+void stage_weights(uint first_row, uint u, uint runs) {
+    const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
+    const uint block_byte = (u / units_per_block) * BLOCK_BYTES;
+    const uint row_bytes = weight_row_bytes(p.cols);
+    for (uint i = gl_LocalInvocationID.x; i < TILE_ROWS; i += gl_WorkGroupSize.x) {
+        const uint row = min(first_row + i, p.row_count - 1);
+        QVEC4 q[UNIT_RUNS];
+        vec2 scale_bias[SCALE_GROUPS];
+        decode_unit(row * row_bytes + block_byte, u % units_per_block, runs, q, scale_bias);
+        [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
+            const vec2 sb = scale_bias[r / (UNIT_RUNS / SCALE_GROUPS)];
+            tile_w[i * TILE_STRIDE + r] = QVEC4(fma(vec4(q[r]), vec4(sb.x), vec4(sb.y)));
+        }
+    }
+}
+
+// Copies the x values matching unit `u` of the weights into tile_x; zeros past the last token.
+void stage_inputs(uint first_token, uint u, uint runs) {
+    const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
+    const uint col0 = (u / units_per_block) * BLOCK_ELEMS;
+    for (uint i = gl_LocalInvocationID.x; i < TILE_TOKENS * UNIT_RUNS; i += gl_WorkGroupSize.x) {
+        const uint n = i / UNIT_RUNS, r = i % UNIT_RUNS, token = first_token + n;
+        vec4 x = vec4(0.0);
+        if (token < p.n_tokens && r < runs)
+            x = x4[(token * p.cols + col0 + run_element(u % units_per_block, r)) >> 2];
+        tile_x[n * TILE_STRIDE + r] = QVEC4(x);
+    }
+}
+
+void main() {
+    // Consecutive invocations take consecutive rows, so the stores of a token are contiguous.
+    const uint row_lanes = TILE_ROWS / TM, token_lanes = TILE_TOKENS / TN;
+    const uint lane_row = gl_LocalInvocationID.x % row_lanes, lane_token = gl_LocalInvocationID.x / row_lanes;
+    const uint first_row = gl_WorkGroupID.x * TILE_ROWS, first_token = gl_WorkGroupID.y * TILE_TOKENS;
+    const uint units = (p.cols + UNIT_ELEMS - 1) / UNIT_ELEMS;
+
+    float acc[TM][TN];
+    [[unroll]] for (uint i = 0; i < TM; ++i)
+        [[unroll]] for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
+
+    for (uint u = 0; u < units; ++u) {
+        const uint runs = DENSE ? min(UNIT_RUNS, (p.cols - u * UNIT_ELEMS) / 4) : UNIT_RUNS;
+        stage_weights(first_row, u, runs);
+        stage_inputs(first_token, u, runs);
+        barrier();
+        [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
+            QVEC4 w[TM], x[TN];
+            [[unroll]] for (uint i = 0; i < TM; ++i) w[i] = tile_w[(lane_row + i * row_lanes) * TILE_STRIDE + r];
+            [[unroll]] for (uint j = 0; j < TN; ++j) x[j] = tile_x[(lane_token + j * token_lanes) * TILE_STRIDE + r];
+            [[unroll]] for (uint i = 0; i < TM; ++i)
+                [[unroll]] for (uint j = 0; j < TN; ++j) acc[i][j] += float(dot(w[i], x[j]));
+        }
+        barrier();
+    }
+
+    [[unroll]] for (uint j = 0; j < TN; ++j) {
+        const uint token = first_token + lane_token + j * token_lanes;
+        [[unroll]] for (uint i = 0; i < TM; ++i) {
+            const uint row = first_row + lane_row + i * row_lanes;
+            if (token < p.n_tokens && row < p.row_count) {
+                const uint index = token * p.rows + p.row_offset + row;
+                y[index] = ACCUMULATE ? y[index] + acc[i][j] : acc[i][j];
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+// Matrix-vector product y = W x (decode), or y += W x with ACCUMULATE (the residual add fused in).
+// Included after a dequant_<type>.glsl. Bindings: 0 weights (one split segment), 1 x, 2 y.
+//
+// A team of THREADS_PER_ROW lanes shares ROWS_PER_TEAM rows: lane l takes units l, l + T, ... of
+// each row, so consecutive lanes read consecutive blocks and one x load serves all the team's rows.
+// Partial sums meet through subgroupAdd, and through shared memory when a team spans several
+// subgroups. The host picks THREADS_PER_ROW so that no invocation loops more than a few thousand
+// times (lavapipe stops longer loops) and wide enough for the memory system of the device.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "params.h"
+
+const uint MAX_ROWS_PER_TEAM = 4;
+
+layout(local_size_x_id = 0) in;
+layout(constant_id = 3) const uint THREADS_PER_ROW = 32;  // 1 or a multiple of the subgroup size
+layout(constant_id = 4) const uint ROWS_PER_TEAM = 1;     // 1..MAX_ROWS_PER_TEAM
+layout(constant_id = 5) const bool ACCUMULATE = false;
+
+layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
+layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
+layout(push_constant) uniform Push { MatvecParams p; };
+
+// Per subgroup and row, when a team spans several subgroups (lanes are assumed to fill subgroups in
+// local invocation order, as every driver does for a 1-D workgroup).
+shared float subgroup_sums[MAX_ROWS_PER_TEAM * gl_WorkGroupSize.x];
+
+// One unit of one row dotted with the matching x values; xsum holds each scale group's sum of x.
+float unit_dot(QVEC4 q[UNIT_RUNS], vec2 scale_bias[SCALE_GROUPS], QVEC4 xs[UNIT_RUNS], float xsum[SCALE_GROUPS]) {
+    const uint runs_per_group = UNIT_RUNS / SCALE_GROUPS;
+    float sum = 0.0;
+    [[unroll]] for (uint g = 0; g < SCALE_GROUPS; ++g) {
+        QFLOAT group_dot = QFLOAT(0);
+        [[unroll]] for (uint k = 0; k < runs_per_group; ++k)
+            group_dot += dot(q[g * runs_per_group + k], xs[g * runs_per_group + k]);
+        sum += scale_bias[g].x * float(group_dot);
+        if (HAS_BIAS) sum += scale_bias[g].y * xsum[g];
+    }
+    return sum;
+}
+
+// Sums each row's partial sums over the team; the result is valid in the team's lane 0. A team is
+// one invocation or whole subgroups (the host keeps THREADS_PER_ROW a multiple of the subgroup size).
+void reduce_team(inout float acc[MAX_ROWS_PER_TEAM], uint lane, uint team) {
+    if (THREADS_PER_ROW == 1) return;
+    [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
+        if (r < ROWS_PER_TEAM) acc[r] = subgroupAdd(acc[r]);
+    if (THREADS_PER_ROW == gl_SubgroupSize) return;
+
+    const uint subgroups_per_team = THREADS_PER_ROW / gl_SubgroupSize;
+    if (subgroupElect())
+        [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
+            subgroup_sums[gl_SubgroupID * MAX_ROWS_PER_TEAM + r] = acc[r];
+    barrier();
+    if (lane != 0) return;
+    [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+        acc[r] = 0.0;
+        for (uint s = 0; s < subgroups_per_team; ++s)
+            acc[r] += subgroup_sums[(team * subgroups_per_team + s) * MAX_ROWS_PER_TEAM + r];
+    }
+}
+
+void main() {
+    const uint teams = gl_WorkGroupSize.x / THREADS_PER_ROW;
+    const uint lane = gl_LocalInvocationID.x % THREADS_PER_ROW;
+    const uint team = gl_LocalInvocationID.x / THREADS_PER_ROW;
+    // Groups may be laid out in 2-D when one dimension cannot hold them all.
+    const uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    const uint first_row = (group * teams + team) * ROWS_PER_TEAM;
+    const uint units = (p.cols + UNIT_ELEMS - 1) / UNIT_ELEMS;
+    const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
+    const uint row_bytes = weight_row_bytes(p.cols);
+
+    // Rows past the end repeat the last row (never stored), so every lane runs the same loop.
+    uint row_byte[MAX_ROWS_PER_TEAM];
+    float acc[MAX_ROWS_PER_TEAM];
+    [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+        row_byte[r] = min(first_row + r, p.row_count - 1) * row_bytes;
+        acc[r] = 0.0;
+    }
+
+    for (uint u = lane; u < units; u += THREADS_PER_ROW) {
+        const uint block = u / units_per_block, unit = u % units_per_block;
+        const uint runs = DENSE ? min(UNIT_RUNS, (p.cols - u * UNIT_ELEMS) / 4) : UNIT_RUNS;
+        const uint col0 = block * BLOCK_ELEMS;
+        QVEC4 xs[UNIT_RUNS];
+        float xsum[SCALE_GROUPS];
+        [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
+            vec4 x = vec4(0.0);
+            if (i < runs) x = x4[(col0 + run_element(unit, i)) >> 2];
+            xs[i] = QVEC4(x);
+            if (HAS_BIAS) {
+                if (i % (UNIT_RUNS / SCALE_GROUPS) == 0) xsum[i / (UNIT_RUNS / SCALE_GROUPS)] = 0.0;
+                xsum[i / (UNIT_RUNS / SCALE_GROUPS)] += dot(x, vec4(1.0));
+            }
+        }
+        [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+            if (r < ROWS_PER_TEAM) {
+                QVEC4 q[UNIT_RUNS];
+                vec2 scale_bias[SCALE_GROUPS];
+                decode_unit(row_byte[r] + block * BLOCK_BYTES, unit, runs, q, scale_bias);
+                acc[r] += unit_dot(q, scale_bias, xs, xsum);
+            }
+        }
+    }
+
+    reduce_team(acc, lane, team);
+    if (lane != 0) return;
+    [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+        if (r < ROWS_PER_TEAM && first_row + r < p.row_count) {
+            const uint index = p.row_offset + first_row + r;
+            y[index] = ACCUMULATE ? y[index] + acc[r] : acc[r];
+        }
+    }
+}
