@@ -8,5 +8,6 @@ namespace vkllm::cli {
 using Args = std::span<const std::string_view>;  // the arguments after the subcommand's name
 
 int devices(Args args);
+int info(Args args);
 
 }  // namespace vkllm::cli

@@ -17,6 +17,7 @@ struct Command {
 
 constexpr Command commands[] = {
     {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
+    {"info", vkllm::cli::info, "show a GGUF file's metadata and tensors"},
 };
 
 void print_usage() {
