@@ -1,0 +1,175 @@
+#include "ops/attention.h"
+
+#include <algorithm>
+#include <string>
+
+#include "core/error.h"
+#include "gpu/device.h"
+#include "params.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+constexpr uint32_t decode_max_heads = 8;      // query heads sharing one workgroup's K/V reads
+constexpr uint32_t decode_target_chunk = 128;  // keys per decode workgroup (one per invocation)
+constexpr uint32_t prefill_rows_per_thread = 4;
+constexpr uint32_t prefill_tiles_per_pass = 64;  // keeps each invocation's loops in the low thousands
+constexpr uint64_t shared_reserve = 1024;        // workgroup_reduce.glsl's scratch and small arrays
+
+void check(const AttentionConfig& config, const AttentionShape& shape, const AttentionBuffers& buffers,
+           const char* op) {
+    if (config.n_head == 0 || config.n_head_kv == 0 || config.n_head % config.n_head_kv != 0)
+        fail("{}: {} query heads cannot share {} KV heads", op, config.n_head, config.n_head_kv);
+    if (config.head_dim_k % 4 != 0 || config.head_dim_v % 4 != 0 || config.head_dim_k == 0 || config.head_dim_v == 0)
+        fail("{}: head dims {} and {} must be multiples of 4", op, config.head_dim_k, config.head_dim_v);
+    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
+    if (shape.kv_type == KvType::Q8_0 && (k_row % kv_q8_block != 0 || v_row % kv_q8_block != 0))
+        fail("{}: q8_0 cache rows of {} and {} values are not whole blocks of 32", op, k_row, v_row);
+    const uint64_t q_bytes = uint64_t(shape.n_tokens) * config.n_head * config.head_dim_k * 4;
+    const uint64_t out_bytes = uint64_t(shape.n_tokens) * config.n_head * config.head_dim_v * 4;
+    if (shape.n_tokens == 0 || shape.n_cells == 0 || buffers.q.size < q_bytes || buffers.out.size < out_bytes ||
+        buffers.positions.size < uint64_t(shape.n_tokens) * 4 ||
+        buffers.k_cache.size < kv_cache_bytes(shape.kv_type, shape.n_cells, k_row) ||
+        buffers.v_cache.size < kv_cache_bytes(shape.kv_type, shape.n_cells, v_row))
+        fail("{}: buffers too small for {} queries over {} cells", op, shape.n_tokens, shape.n_cells);
+}
+
+const char* cache_suffix(KvType type) { return type == KvType::Q8_0 ? "_q8_0" : "_f16"; }
+
+// Decode: one invocation per key of a chunk; the chunk is a multiple of the head_dim_v / 4
+// invocations that each own 4 output dims, so it depends on the config alone (as scratch sizes must).
+uint32_t decode_chunk(const AttentionConfig& config) {
+    const uint32_t dim_threads = config.head_dim_v / 4;
+    return dim_threads * std::max(1u, decode_target_chunk / dim_threads);
+}
+
+uint32_t decode_chunks(const AttentionConfig& config, const AttentionShape& shape) {
+    return (shape.n_cells + decode_chunk(config) - 1) / decode_chunk(config);
+}
+
+// Bytes of the partial outputs, aligned so the partial statistics after them can be bound.
+uint64_t decode_partial_out_bytes(const AttentionConfig& config, const AttentionShape& shape) {
+    const uint64_t bytes = uint64_t(shape.n_tokens) * config.n_head * decode_chunks(config, shape) * config.head_dim_v * 4;
+    return (bytes + 255) / 256 * 256;
+}
+
+// Query heads per decode workgroup: as many of a KV group as shared memory holds, up to 8.
+uint32_t decode_heads(const gpu::Capabilities& caps, const AttentionConfig& config, uint32_t chunk) {
+    const uint32_t group = config.n_head / config.n_head_kv;
+    auto shared_bytes = [&](uint32_t h) { return uint64_t(h) * (config.head_dim_k * 4 + chunk * 4 + chunk * 16); };
+    for (uint32_t heads = std::min(group, decode_max_heads); heads > 0; --heads)
+        if (group % heads == 0 && shared_bytes(heads) + shared_reserve <= caps.max_shared_memory) return heads;
+    fail("attention_decode: heads of {} dims do not fit in shared memory", config.head_dim_k);
+}
+
+params::AttentionParams attention_params(const AttentionConfig& config, const AttentionShape& shape,
+                                         uint32_t n_chunks, uint32_t key_begin, uint32_t key_end) {
+    return {.n_tokens = shape.n_tokens, .n_head = config.n_head, .n_head_kv = config.n_head_kv,
+            .n_cells = shape.n_cells, .n_chunks = n_chunks, .key_begin = key_begin, .key_end = key_end,
+            .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap};
+}
+
+// Prefill: a workgroup of (head_dim_v / 4) x row_threads invocations owns rows = row_threads * 4
+// queries; tiles of keys as large as shared memory allows.
+struct PrefillLaunch {
+    uint32_t workgroup_size, rows, tile_keys;
+};
+
+PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
+    const uint32_t dim_threads = config.head_dim_v / 4;
+    const uint32_t row_threads = std::max(1u, 128 / dim_threads);
+    const uint32_t rows = row_threads * prefill_rows_per_thread;
+    const uint32_t widest = std::max(config.head_dim_k, config.head_dim_v);
+    if (dim_threads < prefill_rows_per_thread || dim_threads * row_threads > caps.max_workgroup_invocations)
+        fail("attention_prefill: head_dim_v {} is outside the kernel's 16 to {}", config.head_dim_v,
+             4 * caps.max_workgroup_invocations);
+    for (uint32_t tile = 32; tile >= 8; tile /= 2) {
+        const uint64_t shared = 4ull * (rows * config.head_dim_k + tile * widest + rows * tile) + rows * 24;
+        if (shared + shared_reserve <= caps.max_shared_memory) return {dim_threads * row_threads, rows, tile};
+    }
+    fail("attention_prefill: heads of {} and {} dims do not fit in shared memory", config.head_dim_k,
+         config.head_dim_v);
+}
+
+}  // namespace
+
+uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape) {
+    return decode_partial_out_bytes(config, shape) +
+           uint64_t(shape.n_tokens) * config.n_head * decode_chunks(config, shape) * 8;
+}
+
+std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
+                                            const AttentionShape& shape, const AttentionBuffers& buffers) {
+    check(config, shape, buffers, "attention_decode");
+    if (buffers.scratch.size < attention_decode_scratch_bytes(config, shape))
+        fail("attention_decode: scratch of {} bytes, {} needed", buffers.scratch.size,
+             attention_decode_scratch_bytes(config, shape));
+    const gpu::Capabilities& caps = device.caps();
+    const uint32_t chunk = decode_chunk(config), n_chunks = decode_chunks(config, shape);
+    const uint32_t heads = decode_heads(caps, config, chunk);
+    if (shape.n_tokens > caps.max_workgroup_count[2] || n_chunks > caps.max_workgroup_count[0])
+        fail("attention_decode: {} queries over {} chunks exceed the device's dispatch limits", shape.n_tokens, n_chunks);
+    const uint64_t out_bytes = decode_partial_out_bytes(config, shape);
+    const gpu::BufferRange partial_out = buffers.scratch.sub(0, out_bytes);
+    const gpu::BufferRange partial_stats = buffers.scratch.sub(out_bytes, buffers.scratch.size - out_bytes);
+    const params::AttentionParams params = attention_params(config, shape, n_chunks, 0, shape.n_cells);
+
+    gpu::Dispatch split;
+    split.pipeline = &device.pipelines().get(
+        std::string("attn_decode") + cache_suffix(shape.kv_type),
+        {{0, chunk}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads}});
+    split.bindings = {{buffers.q, gpu::Access::Read},         {buffers.k_cache, gpu::Access::Read},
+                      {buffers.v_cache, gpu::Access::Read},   {buffers.positions, gpu::Access::Read},
+                      {partial_out, gpu::Access::Write},      {partial_stats, gpu::Access::Write}};
+    split.params(params);
+    split.groups = {n_chunks, config.n_head / heads, shape.n_tokens};
+
+    gpu::Dispatch combine;
+    combine.pipeline = &device.pipelines().get(
+        "attn_combine", {{0, std::min(config.head_dim_v, 128u)}, {3, config.head_dim_v}, {4, chunk}});
+    combine.bindings = {{partial_out, gpu::Access::Read},
+                        {partial_stats, gpu::Access::Read},
+                        {buffers.positions, gpu::Access::Read},
+                        {buffers.out, gpu::Access::Write}};
+    combine.params(params);
+    combine.groups = {config.n_head, shape.n_tokens, 1};
+    return {split, combine};
+}
+
+uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape) {
+    return uint64_t(shape.n_tokens) * config.n_head * 8;
+}
+
+std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
+                                             const AttentionShape& shape, const AttentionBuffers& buffers,
+                                             uint32_t key_limit) {
+    check(config, shape, buffers, "attention_prefill");
+    if (buffers.scratch.size < attention_prefill_scratch_bytes(config, shape))
+        fail("attention_prefill: scratch of {} bytes, {} needed", buffers.scratch.size,
+             attention_prefill_scratch_bytes(config, shape));
+    const gpu::Capabilities& caps = device.caps();
+    const PrefillLaunch launch = prefill_launch(caps, config);
+    const gpu::Pipeline& pipeline = device.pipelines().get(
+        std::string("attn_prefill") + cache_suffix(shape.kv_type),
+        {{0, launch.workgroup_size}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, launch.rows},
+         {6, launch.tile_keys}});
+    const uint32_t tiles = (shape.n_tokens + launch.rows - 1) / launch.rows;
+    if (tiles > caps.max_workgroup_count[0] || config.n_head > caps.max_workgroup_count[1])
+        fail("attention_prefill: {} queries exceed the device's dispatch limits", shape.n_tokens);
+    const uint32_t keys = key_limit ? std::min(key_limit, shape.n_cells) : shape.n_cells;
+    const uint32_t span = launch.tile_keys * prefill_tiles_per_pass;
+    std::vector<gpu::Dispatch> passes;
+    for (uint32_t begin = 0; begin < keys; begin += span) {
+        gpu::Dispatch& pass = passes.emplace_back();
+        pass.pipeline = &pipeline;
+        pass.bindings = {{buffers.q, gpu::Access::Read},          {buffers.k_cache, gpu::Access::Read},
+                         {buffers.v_cache, gpu::Access::Read},    {buffers.positions, gpu::Access::Read},
+                         {buffers.out, gpu::Access::ReadWrite},   {buffers.scratch, gpu::Access::ReadWrite}};
+        pass.params(attention_params(config, shape, 0, begin, std::min(keys, begin + span)));
+        pass.groups = {tiles, config.n_head, 1};
+    }
+    return passes;
+}
+
+}  // namespace vkllm::ops

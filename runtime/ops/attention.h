@@ -1,0 +1,40 @@
+#pragma once
+// Causal attention over a single-sequence KV cache (key at cell j has position j), f16 or q8_0,
+// with GQA, a sliding window and a logit softcap (model-notes.md C.0; ops/attention_config.h).
+// Query positions come from the int32 positions buffer that RoPE reads, so recorded dispatches serve
+// every step: they cover the whole cache and skip the keys no query sees.
+//   decode:  few queries; the keys split over workgroups (shaders/attn_decode.comp), then a combine
+//            pass (shaders/attn_combine.comp). Scratch grows with n_tokens * n_cells.
+//   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys.
+#include <cstdint>
+#include <vector>
+
+#include "gpu/dispatch.h"
+#include "ops/attention_config.h"
+
+namespace vkllm::ops {
+
+struct AttentionShape {
+    uint32_t n_tokens = 0;  // queries
+    uint32_t n_cells = 0;   // cells of the cache
+    KvType kv_type = KvType::F16;
+};
+
+// The buffers: q f32 [n_tokens][n_head][head_dim_k]; caches as kv_write fills them; positions int32
+// [n_tokens]; out f32 [n_tokens][n_head][head_dim_v]; scratch of the op's scratch_bytes.
+struct AttentionBuffers {
+    gpu::BufferRange q, k_cache, v_cache, positions, out, scratch;
+};
+
+uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
+std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
+                                            const AttentionShape& shape, const AttentionBuffers& buffers);
+
+uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
+// key_limit (0: n_cells) bounds the keys the recorded passes cover, for a caller that knows no query
+// of this batch sits past it.
+std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
+                                             const AttentionShape& shape, const AttentionBuffers& buffers,
+                                             uint32_t key_limit = 0);
+
+}  // namespace vkllm::ops

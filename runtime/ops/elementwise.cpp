@@ -1,0 +1,53 @@
+#include "ops/elementwise.h"
+
+#include <initializer_list>
+
+#include "core/error.h"
+#include "gpu/device.h"
+#include "ops/matvec.h"
+#include "params.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+constexpr uint32_t workgroup_size = 256;
+
+// One invocation per 4 elements (shaders/elementwise.comp); operands are (range, floats needed).
+gpu::Dispatch elementwise(gpu::Device& device, const char* name,
+                          std::initializer_list<std::pair<gpu::BufferRange, uint64_t>> inputs,
+                          const gpu::BufferRange& y, const params::ElementwiseParams& params) {
+    gpu::Dispatch dispatch;
+    for (const auto& [range, floats] : inputs) {
+        if (range.size < floats * 4) fail("{}: an operand of {} bytes, {} needed", name, range.size, floats * 4);
+        dispatch.bindings.push_back({range, gpu::Access::Read});
+    }
+    if (params.n == 0 || y.size < uint64_t(params.n) * 4) fail("{}: {} elements into {} bytes", name, params.n, y.size);
+    dispatch.bindings.push_back({y, gpu::Access::Write});
+    dispatch.pipeline = &device.pipelines().get(name, {{0, workgroup_size}});
+    dispatch.params(params);
+    const uint64_t invocations = (uint64_t(params.n) + 3) / 4;
+    dispatch.groups = group_grid((invocations + workgroup_size - 1) / workgroup_size, device.caps());
+    return dispatch;
+}
+
+}  // namespace
+
+gpu::Dispatch add(gpu::Device& device, const gpu::BufferRange& a, const gpu::BufferRange& b,
+                  const gpu::BufferRange& y, uint32_t n, uint32_t b_n) {
+    if (b_n == 0 || b_n > n) fail("add: a second operand of {} elements for {}", b_n, n);
+    return elementwise(device, "add", {{a, n}, {b, b_n}}, y, {.n = n, .b_n = b_n, .factor = 0.0f});
+}
+
+gpu::Dispatch scale(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
+                    float factor) {
+    return elementwise(device, "scale", {{x, n}}, y, {.n = n, .b_n = 0, .factor = factor});
+}
+
+gpu::Dispatch glu(gpu::Device& device, Glu kind, const gpu::BufferRange& gate, const gpu::BufferRange& up,
+                  const gpu::BufferRange& y, uint32_t n) {
+    return elementwise(device, kind == Glu::SwiGlu ? "swiglu" : "geglu", {{gate, n}, {up, n}}, y,
+                       {.n = n, .b_n = 0, .factor = 0.0f});
+}
+
+}  // namespace vkllm::ops

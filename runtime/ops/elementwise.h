@@ -1,0 +1,20 @@
+#pragma once
+// Elementwise ops over f32 buffers (shaders/elementwise.comp): residual and bias adds, scaling, and
+// the gated activations of GLU feed-forward blocks (model-notes.md C.0). Outputs may alias inputs.
+#include <cstdint>
+
+#include "gpu/dispatch.h"
+
+namespace vkllm::ops {
+
+// y[i] = a[i] + b[i % b_n] for i < n: b_n = n for a residual, the row length for a bias.
+gpu::Dispatch add(gpu::Device& device, const gpu::BufferRange& a, const gpu::BufferRange& b,
+                  const gpu::BufferRange& y, uint32_t n, uint32_t b_n);
+gpu::Dispatch scale(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
+                    float factor);
+
+enum class Glu { SwiGlu, GeGlu };  // silu(gate) * up, gelu_tanh(gate) * up
+gpu::Dispatch glu(gpu::Device& device, Glu kind, const gpu::BufferRange& gate, const gpu::BufferRange& up,
+                  const gpu::BufferRange& y, uint32_t n);
+
+}  // namespace vkllm::ops

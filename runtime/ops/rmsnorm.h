@@ -1,0 +1,19 @@
+#pragma once
+// RMSNorm of each row, optionally times a weight (model-notes.md C.0; shaders/rmsnorm.comp).
+// Per-head norms (Q/K norms) are the same op with rows of head_dim, one per (token, head).
+#include <cstdint>
+#include <optional>
+
+#include "gpu/dispatch.h"
+
+namespace vkllm::ops {
+
+// x, y: f32 [n_rows][n] (y may be x); weight: f32 [n], or none.
+gpu::Dispatch rmsnorm(gpu::Device& device, const gpu::BufferRange& x, std::optional<gpu::BufferRange> weight,
+                      const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps);
+
+// Invocations for one workgroup per row of n floats: enough for a vec4 each up to 256, at least 64
+// so that whole subgroups of every device fill it.
+uint32_t row_workgroup_size(uint32_t n);
+
+}  // namespace vkllm::ops

@@ -1,0 +1,92 @@
+#version 450
+// Attention for a few query tokens (decode), split over the keys (flash decoding): workgroup
+// (chunk, head group, token) takes keys chunk * CHUNK .. + CHUNK - 1 for HEADS query heads that share
+// one KV head, and writes its unnormalized output with its softmax max and sum; attn_combine merges
+// the chunks. The dispatch covers the whole cache; chunks no query key falls in exit at once, so the
+// recorded command buffer serves every position. Lavapipe's loop cap is never near: each invocation
+// loops over one key and a slice of the chunk.
+#extension GL_GOOGLE_include_directive : require
+#extension GL_EXT_control_flow_attributes : require
+#include "params.h"
+#include "ops_common.glsl"
+#include "workgroup_reduce.glsl"
+#define K_BINDING 1
+#define V_BINDING 2
+#include "kv_cache.glsl"
+
+layout(local_size_x_id = 0) in;  // = CHUNK: one key per invocation for the scores
+layout(constant_id = 3) const uint HEAD_DIM_K = 128;
+layout(constant_id = 4) const uint HEAD_DIM_V = 128;
+layout(constant_id = 5) const uint HEADS = 1;  // query heads per workgroup, of one KV group
+
+const uint CHUNK = gl_WorkGroupSize.x;
+const uint DIM_THREADS = HEAD_DIM_V / 4;         // each owns 4 output dims of every head
+const uint KEY_SLICES = CHUNK / DIM_THREADS;     // and sums every KEY_SLICES-th key of the chunk
+
+layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };
+layout(std430, binding = 3) readonly buffer Positions { int positions[]; };
+layout(std430, binding = 4) writeonly buffer PartialOut { vec4 partial_out4[]; };  // [token][head][chunk][HEAD_DIM_V]
+layout(std430, binding = 5) writeonly buffer PartialStats { vec2 partial_stats[]; };  // [token][head][chunk] (max, sum)
+layout(push_constant) uniform Push { AttentionParams p; };
+
+shared vec4 q_tile[HEADS * HEAD_DIM_K / 4];
+shared float probs[HEADS * CHUNK];
+shared vec4 slice_sums[KEY_SLICES * HEADS * DIM_THREADS];
+
+void main() {
+    const uint chunk = gl_WorkGroupID.x, head0 = gl_WorkGroupID.y * HEADS, token = gl_WorkGroupID.z;
+    const uint tid = gl_LocalInvocationID.x;
+    const uint kv_head = head0 / (p.n_head / p.n_head_kv);
+    const ivec2 keys = visible_keys(positions[token], p.n_swa, p.n_cells);
+    const int key0 = int(chunk * CHUNK);
+    if (key0 > keys.y || key0 + int(CHUNK) <= keys.x) return;
+
+    for (uint i = tid; i < HEADS * HEAD_DIM_K / 4; i += CHUNK)
+        q_tile[i] = q4[(token * p.n_head + head0) * (HEAD_DIM_K / 4) + i];
+    barrier();
+
+    // Scores: invocation tid takes key key0 + tid for every head of the group.
+    const int key = key0 + int(tid);
+    const bool visible = key >= keys.x && key <= keys.y;
+    const uint k_row = p.n_head_kv * HEAD_DIM_K;
+    float score[HEADS];
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) score[g] = 0.0;
+    if (visible) {
+        const uint k_base = uint(key) * k_row + kv_head * HEAD_DIM_K;
+        for (uint d = 0; d < HEAD_DIM_K / 4; ++d) {
+            const vec4 k = k_load4(k_base + 4 * d, p.n_cells, k_row);
+            [[unroll]] for (uint g = 0; g < HEADS; ++g) score[g] += dot(q_tile[g * HEAD_DIM_K / 4 + d], k);
+        }
+    }
+    float row_max[HEADS], row_sum[HEADS];
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) {
+        const float s = visible ? attention_logit(score[g], p.scale, p.softcap) : -1.0 / 0.0;
+        row_max[g] = workgroup_max(s);
+        const float prob = visible ? exp(s - row_max[g]) : 0.0;
+        row_sum[g] = workgroup_sum(prob);
+        probs[g * CHUNK + tid] = prob;
+    }
+    barrier();
+
+    // Values: invocation (slice, dim4) sums keys slice, slice + KEY_SLICES, ... into 4 dims per head.
+    const uint dim4 = tid % DIM_THREADS, slice = tid / DIM_THREADS;
+    const uint v_row = p.n_head_kv * HEAD_DIM_V;
+    vec4 acc[HEADS];
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] = vec4(0.0);
+    for (uint j = slice; j < CHUNK; j += KEY_SLICES) {
+        const int key_j = key0 + int(j);
+        if (key_j < keys.x || key_j > keys.y) continue;
+        const vec4 v = v_load4(uint(key_j) * v_row + kv_head * HEAD_DIM_V + 4 * dim4, p.n_cells, v_row);
+        [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] += probs[g * CHUNK + j] * v;
+    }
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) slice_sums[(slice * HEADS + g) * DIM_THREADS + dim4] = acc[g];
+    barrier();
+    if (slice != 0) return;
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) {
+        vec4 total = vec4(0.0);
+        for (uint s = 0; s < KEY_SLICES; ++s) total += slice_sums[(s * HEADS + g) * DIM_THREADS + dim4];
+        const uint partial = (token * p.n_head + head0 + g) * p.n_chunks + chunk;
+        partial_out4[partial * DIM_THREADS + dim4] = total;
+        if (dim4 == 0) partial_stats[partial] = vec2(row_max[g], row_sum[g]);
+    }
+}

@@ -1,0 +1,40 @@
+// Reads of a KV cache (layout: runtime/ops/attention_config.h) bound at K_BINDING and V_BINDING.
+// The includer defines KV_F16 or KV_Q8_0. Elements are addressed as cell * row_size + offset in the
+// row; loads take 4 consecutive values starting at a multiple of 4.
+layout(std430, binding = K_BINDING) readonly buffer KWords { uint k_words[]; };
+layout(std430, binding = K_BINDING) readonly buffer KWords2 { uvec2 k_words2[]; };
+layout(std430, binding = V_BINDING) readonly buffer VWords { uint v_words[]; };
+layout(std430, binding = V_BINDING) readonly buffer VWords2 { uvec2 v_words2[]; };
+
+#ifdef KV_F16
+vec4 k_load4(uint element, uint n_cells, uint row_size) {
+    const uvec2 w = k_words2[element / 4];
+    return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+}
+vec4 v_load4(uint element, uint n_cells, uint row_size) {
+    const uvec2 w = v_words2[element / 4];
+    return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
+}
+#else
+// Q8_0: int8 quants [n_cells * row_size], then one f16 scale per 32 of them.
+float q8_scale(uint scale_index, uint word) { return unpackHalf2x16(word >> (16 * (scale_index & 1u))).x; }
+vec4 q8_values(uint quants) { return vec4(ivec4(uvec4(quants) << uvec4(24, 16, 8, 0)) >> 24); }
+
+vec4 k_load4(uint element, uint n_cells, uint row_size) {
+    const uint scale_index = element / 32;
+    const float d = q8_scale(scale_index, k_words[n_cells * row_size / 4 + scale_index / 2]);
+    return q8_values(k_words[element / 4]) * d;
+}
+vec4 v_load4(uint element, uint n_cells, uint row_size) {
+    const uint scale_index = element / 32;
+    const float d = q8_scale(scale_index, v_words[n_cells * row_size / 4 + scale_index / 2]);
+    return q8_values(v_words[element / 4]) * d;
+}
+#endif
+
+// The attention logit of a raw q.k product (model-notes.md C.0): scaled, then soft-capped.
+float attention_logit(float qk, float scale, float softcap) {
+    const float s = qk * scale;
+    // tanh(u) as 1 - 2 / (e^2u + 1): saturates to +-1 where sinh/cosh would overflow to inf/inf.
+    return softcap != 0.0 ? softcap * (1.0 - 2.0 / (exp(2.0 * s / softcap) + 1.0)) : s;
+}

@@ -1,0 +1,62 @@
+// Reductions over a 1-D workgroup: a subgroup reduction, then one partial per subgroup through
+// shared memory. Every invocation of the workgroup must call them (they contain barriers), and each
+// gets the same result, summed or compared in the same order.
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+
+// 1024 invocations (the most any device allows) in subgroups of 8 (the smallest we meet: lavapipe).
+const uint REDUCE_MAX_SUBGROUPS = 128;
+shared float reduce_values[REDUCE_MAX_SUBGROUPS];
+shared uint reduce_indices[REDUCE_MAX_SUBGROUPS];
+
+float workgroup_sum(float value) {
+    value = subgroupAdd(value);
+    if (subgroupElect()) reduce_values[gl_SubgroupID] = value;
+    barrier();
+    float total = 0.0;
+    for (uint i = 0; i < gl_NumSubgroups; ++i) total += reduce_values[i];
+    barrier();
+    return total;
+}
+
+float workgroup_max(float value) {
+    value = subgroupMax(value);
+    if (subgroupElect()) reduce_values[gl_SubgroupID] = value;
+    barrier();
+    float result = reduce_values[0];
+    for (uint i = 1; i < gl_NumSubgroups; ++i) result = max(result, reduce_values[i]);
+    barrier();
+    return result;
+}
+
+// The (value, index) order of argmax and top-k: larger values first, equal values by lower index.
+// NaN never comes first; an empty candidate is (-inf, 0xFFFFFFFF).
+bool ranks_before(float value, uint index, float other_value, uint other_index) {
+    return value > other_value || (value == other_value && index < other_index);
+}
+
+// The first of the workgroup's (value, index) candidates in that order.
+void workgroup_best(inout float value, inout uint index) {
+    for (uint mask = 1; mask < gl_SubgroupSize; mask <<= 1) {
+        float other_value = subgroupShuffleXor(value, mask);
+        uint other_index = subgroupShuffleXor(index, mask);
+        if (ranks_before(other_value, other_index, value, index)) {
+            value = other_value;
+            index = other_index;
+        }
+    }
+    if (subgroupElect()) {
+        reduce_values[gl_SubgroupID] = value;
+        reduce_indices[gl_SubgroupID] = index;
+    }
+    barrier();
+    value = reduce_values[0];
+    index = reduce_indices[0];
+    for (uint i = 1; i < gl_NumSubgroups; ++i) {
+        if (ranks_before(reduce_values[i], reduce_indices[i], value, index)) {
+            value = reduce_values[i];
+            index = reduce_indices[i];
+        }
+    }
+    barrier();
+}
