@@ -71,7 +71,7 @@ std::string dump(const File& file, const DumpOptions& options) {
     out += "\n\nmetadata:\n";
     size_t index = 0;
     for (const KeyValue& kv : file.metadata())
-        out += fmt::format("{:5}: {:<42} {:<16} = {}\n", ++index, kv.key, type_label(kv.value), format_value(kv.value, options));
+        out += fmt::format("{:5}: {:<42} {:<16} = {}\n", ++index, printable(kv.key, 256), type_label(kv.value), format_value(kv.value, options));
 
     out += fmt::format("\ntensors:\n{:>5}  {:<36} {:<8} {:<24} {:>12} {:>12}\n", "#", "name", "type", "shape", "bytes",
                        file.n_parts() > 1 ? "part:offset" : "offset");
@@ -80,7 +80,7 @@ std::string dump(const File& file, const DumpOptions& options) {
     index = 0;
     for (const Tensor& t : file.tensors()) {
         const std::string where = file.n_parts() > 1 ? fmt::format("{}:{:#x}", t.part + 1, t.offset) : fmt::format("{:#x}", t.offset);
-        out += fmt::format("{:5}: {:<36} {:<8} {:<24} {:>12} {:>12}\n", ++index, t.name, type_name(t.type),
+        out += fmt::format("{:5}: {:<36} {:<8} {:<24} {:>12} {:>12}\n", ++index, printable(t.name), type_name(t.type),
                            t.shape_string(), t.nbytes, where);
         ++count_by_type[type_name(t.type)];
         n_parameters += t.n_elements();

@@ -305,7 +305,7 @@ private:
         KeyValue kv;
         kv.key = in_.read_string("key");
         if (kv.key.empty()) in_.fail_at(at, "key is empty");
-        in_.set_context(fmt::format("key '{}'", kv.key));
+        in_.set_context(fmt::format("key '{}'", printable(kv.key)));
         if (part_.key_index.contains(kv.key)) in_.fail_at(at, "duplicate key");
         const ValueType type = read_value_type(in_, "value type");
         kv.value = read_value(in_, type, 0);
@@ -335,7 +335,7 @@ private:
         if (t.name.empty()) in_.fail_at(at, "name is empty");
         if (t.name.size() > max_name_bytes)
             in_.fail_at(at, "name is {} bytes, longer than ggml's limit of {}", t.name.size(), max_name_bytes);
-        in_.set_context(fmt::format("tensor '{}'", t.name));
+        in_.set_context(fmt::format("tensor '{}'", printable(t.name)));
         if (!names_.emplace(t.name, index).second) in_.fail_at(at, "duplicate tensor name");
         read_shape(t);
         const uint64_t type_at = in_.offset();
@@ -382,7 +382,7 @@ private:
         const uint64_t file_size = bytes_.size();
         for (size_t i = 0; i < part_.tensors.size(); ++i) {
             Tensor& t = part_.tensors[i];
-            in_.set_context(fmt::format("tensor '{}'", t.name));
+            in_.set_context(fmt::format("tensor '{}'", printable(t.name)));
             if (t.offset % part_.alignment != 0)
                 in_.fail_at(offset_at_[i], "data offset {:#x} is not a multiple of the alignment {}", t.offset,
                             part_.alignment);
@@ -406,9 +406,9 @@ private:
             const Tensor& before = part_.tensors[order[i - 1]];
             const Tensor& after = part_.tensors[order[i]];
             if (before.offset + before.nbytes > after.offset) {
-                in_.set_context(fmt::format("tensor '{}'", after.name));
+                in_.set_context(fmt::format("tensor '{}'", printable(after.name)));
                 in_.fail_at(offset_at_[order[i]], "data at {:#x} overlaps tensor '{}' ({} bytes at {:#x})", after.offset,
-                            before.name, before.nbytes, before.offset);
+                            printable(before.name), before.nbytes, before.offset);
             }
         }
     }
@@ -463,6 +463,19 @@ std::string_view value_type_name(ValueType type) {
     constexpr std::string_view names[] = {"u8",  "i8",     "u16",   "i16", "u32", "i32", "f32",
                                           "bool", "string", "array", "u64", "i64", "f64"};
     return uint32_t(type) < std::size(names) ? names[uint32_t(type)] : "unknown";
+}
+
+std::string printable(std::string_view text, size_t max_chars) {
+    std::string out;
+    for (size_t i = 0; i < text.size() && i < max_chars; ++i) {
+        const unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c == '\n') out += "\\n";
+        else if (c == '\t') out += "\\t";
+        else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
+        else out += char(c);
+    }
+    if (text.size() > max_chars) out += "...";
+    return out;
 }
 
 std::string Tensor::shape_string() const {
@@ -529,7 +542,7 @@ void File::join(std::vector<Part>& parts) {
         data_offsets_.push_back(parts[k].data_offset);
         for (const Tensor& t : parts[k].tensors) {
             if (!tensor_index_.emplace(t.name, tensors_.size()).second)
-                fail("{}: tensor '{}' at offset {:#x} repeats a tensor of an earlier part", part_names_[k], t.name,
+                fail("{}: tensor '{}' at offset {:#x} repeats a tensor of an earlier part", part_names_[k], printable(t.name),
                      t.offset);
             tensors_.push_back(t);
         }
@@ -551,7 +564,7 @@ const Tensor* File::find_tensor(std::string_view name) const {
 
 const Tensor& File::tensor(std::string_view name) const {
     const Tensor* t = find_tensor(name);
-    if (!t) fail("{}: tensor '{}' is missing", name_, name);
+    if (!t) fail("{}: tensor '{}' is missing", name_, printable(name));
     return *t;
 }
 
@@ -559,7 +572,7 @@ void File::require_supported(const Tensor& t) const {
     if (runs_on_vkllm(t.type)) return;
     fail("{}: tensor '{}' at offset {:#x} has type {}, which vkllm does not run (it runs f32, f16, bf16, q4_0, "
          "q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K)",
-         part_names_.at(t.part), t.name, t.offset, type_name(t.type));
+         part_names_.at(t.part), printable(t.name), t.offset, type_name(t.type));
 }
 
 namespace {

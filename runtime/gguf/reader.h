@@ -38,6 +38,10 @@ enum class ValueType : uint32_t {
 
 std::string_view value_type_name(ValueType type);  // "u32", "string", "array"...
 
+// A string from a file made safe for a one-line message: control bytes escaped (\n, \x01),
+// cut after max_chars with "...".
+std::string printable(std::string_view text, size_t max_chars = 64);
+
 // One metadata value. Scalars are decoded; arrays of fixed-size scalars stay as their
 // little-endian bytes in the mapping (a vocabulary's scores are not copied), and item(i) decodes one.
 struct Value {
