@@ -90,7 +90,11 @@ Instance::Instance(InstanceOptions options) {
     info.ppEnabledLayerNames = layers.data();
     info.enabledExtensionCount = uint32_t(extensions.size());
     info.ppEnabledExtensionNames = extensions.data();
-    VKLLM_VK_CHECK(vkCreateInstance(&info, nullptr, &instance_));
+    VkResult result = vkCreateInstance(&info, nullptr, &instance_);
+    // The loader answers this when it finds no driver at all.
+    if (result == VK_ERROR_INCOMPATIBLE_DRIVER)
+        fail("no Vulkan driver found, so no device; install one (for a CPU device: apt-get install mesa-vulkan-drivers)");
+    check(result, "vkCreateInstance");
     volkLoadInstanceOnly(instance_);
 
     if (validation) {

@@ -1,0 +1,36 @@
+#include "run_cli.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace vkllm::test {
+namespace {
+
+std::string slurp(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+CliResult run_cli(const std::string& arguments, const std::string& environment) {
+    auto directory = std::filesystem::temp_directory_path();
+    std::string stem = "vkllm-cli-" + std::to_string(getpid());
+    auto out_path = directory / (stem + ".out"), err_path = directory / (stem + ".err");
+    std::string command = environment + " " VKLLM_CLI_PATH " " + arguments + " >" + out_path.string() + " 2>" +
+                          err_path.string() + " </dev/null";
+    int status = std::system(command.c_str());
+    CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out_path), slurp(err_path)};
+    std::filesystem::remove(out_path);
+    std::filesystem::remove(err_path);
+    return result;
+}
+
+}  // namespace vkllm::test

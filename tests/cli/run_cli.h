@@ -1,0 +1,16 @@
+#pragma once
+// Runs `vkllm ARGS` with extra environment assignments and captures what it prints.
+#include <string>
+
+namespace vkllm::test {
+
+struct CliResult {
+    int exit_code;
+    std::string out, err;
+};
+
+// `environment` is prefixed to the command line, e.g. "VKLLM_DEVICE=0"; arguments are shell-quoted
+// by the caller.
+CliResult run_cli(const std::string& arguments, const std::string& environment = "");
+
+}  // namespace vkllm::test
