@@ -67,7 +67,10 @@ namespace {
 
 constexpr uint64_t default_alignment = 32;
 constexpr size_t max_name_bytes = 63;  // ggml's GGML_MAX_NAME (64) including the NUL
-constexpr int max_array_depth = 8;     // arrays of arrays: bounded so a hostile file cannot exhaust the stack
+// Arrays of arrays (which ggml refuses outright) are bounded in depth, so a hostile file cannot
+// exhaust the stack, and in items, since each decoded item takes ten times its encoded size.
+constexpr int max_array_depth = 8;
+constexpr uint64_t max_nested_items = 1 << 16;
 // Smallest encodings, used to bound counts by the bytes left before reserving anything.
 constexpr uint64_t min_kv_bytes = 8 + 1 + 4 + 1;         // key length, 1-byte key, type, u8 value
 constexpr uint64_t min_tensor_info_bytes = 8 + 1 + 4 + 4 + 8;  // name length, name, n_dims, type, offset
@@ -192,11 +195,19 @@ public:
             fail_at(at, "{} {} cannot fit in the {} bytes left in the file", what, count, remaining());
     }
 
+    // Counts items of arrays of arrays against max_nested_items.
+    void count_nested(uint64_t count, uint64_t at) {
+        nested_items_ += count;
+        if (nested_items_ > max_nested_items)
+            fail_at(at, "arrays of arrays hold more than {} items in all", max_nested_items);
+    }
+
 private:
     std::span<const std::byte> bytes_;
     const std::string& file_;
     std::string context_;
     uint64_t offset_ = 0;
+    uint64_t nested_items_ = 0;
 };
 
 ValueType read_value_type(Cursor& in, const char* what) {
@@ -225,6 +236,7 @@ Value read_array(Cursor& in, int depth) {
         for (uint64_t i = 0; i < v.count; ++i) v.strings.push_back(in.read_string("string"));
     } else {
         in.check_count(v.count, min_array_bytes, count_at, "array length");
+        in.count_nested(v.count, count_at);
         v.arrays.reserve(v.count);
         for (uint64_t i = 0; i < v.count; ++i) v.arrays.push_back(read_array(in, depth + 1));
     }

@@ -235,6 +235,10 @@ TEST_CASE("bad values: unknown value types, bools, deep nesting, alignment") {
     deep.header(0, 1).str("k").put<uint32_t>(9);
     for (int depth = 0; depth < 20; ++depth) deep.put<uint32_t>(9).put<uint64_t>(1);
     expect_error(deep.out, "key 'k': arrays nested deeper than 8");
+    Encoder wide;
+    wide.header(0, 1).str("k").put<uint32_t>(9).put<uint32_t>(9).put<uint64_t>(70000);
+    for (int i = 0; i < 70000; ++i) wide.put<uint32_t>(0).put<uint64_t>(0);
+    expect_error(wide.out, "key 'k': arrays of arrays hold more than 65536 items in all");
     expect_error(Encoder{}.header(0, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(48).out,
                  "key 'general.alignment': alignment 48 is not a power of two");
     expect_error(Encoder{}.header(0, 1).str("general.alignment").put<uint32_t>(4).put<uint32_t>(0).out,
