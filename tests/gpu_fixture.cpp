@@ -15,6 +15,10 @@
 namespace vkllm::test {
 namespace {
 
+uint64_t expected_messages = 0;
+
+uint64_t unexpected_messages() { return gpu::validation_message_count() - expected_messages; }
+
 struct Context {
     std::unique_ptr<gpu::Instance> instance;
     std::unique_ptr<gpu::Device> device;
@@ -41,11 +45,11 @@ struct ValidationListener : doctest::IReporter {
     const char* name = "";
     explicit ValidationListener(const doctest::ContextOptions&) {}
     void test_case_start(const doctest::TestCaseData& test) override {
-        before = gpu::validation_message_count();
+        before = unexpected_messages();
         name = test.m_name;
     }
     void test_case_end(const doctest::CurrentTestCaseStats&) override {
-        if (uint64_t count = gpu::validation_message_count() - before)
+        if (uint64_t count = unexpected_messages() - before)
             std::fprintf(stderr, "FAILED: %llu validation messages in test case '%s'\n", (unsigned long long)count, name);
     }
     void test_case_reenter(const doctest::TestCaseData&) override {}
@@ -68,7 +72,7 @@ const bool registered = [] {
         c.transfer.reset();
         c.device.reset();
         c.instance.reset();
-        uint64_t messages = gpu::validation_message_count();
+        uint64_t messages = unexpected_messages();
         if (messages == 0) return 0;
         std::fprintf(stderr, "FAILED: the Vulkan validation layer reported %llu messages\n", (unsigned long long)messages);
         return 1;
@@ -77,6 +81,10 @@ const bool registered = [] {
 }();
 
 }  // namespace
+
+ExpectValidationMessages::ExpectValidationMessages() : before_(gpu::validation_message_count()) {}
+ExpectValidationMessages::~ExpectValidationMessages() { expected_messages += seen(); }
+uint64_t ExpectValidationMessages::seen() const { return gpu::validation_message_count() - before_; }
 
 gpu::Instance& instance() { return *context().instance; }
 gpu::Device& device() { return *context().device; }

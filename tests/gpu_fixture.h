@@ -18,6 +18,18 @@ gpu::Instance& instance();
 gpu::Device& device();
 gpu::Transfer& transfer();
 
+// Validation messages a test provokes on purpose (to show a check can fail): counted while the
+// object lives, and not held against the run.
+class ExpectValidationMessages {
+public:
+    ExpectValidationMessages();
+    ~ExpectValidationMessages();
+    uint64_t seen() const;
+
+private:
+    uint64_t before_;
+};
+
 std::vector<float> random_floats(size_t count, uint64_t seed, float low = -1.0f, float high = 1.0f);
 
 // ||got - want|| / ||want||, or infinity when either holds a NaN or an infinity.

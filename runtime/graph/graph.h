@@ -1,0 +1,97 @@
+#pragma once
+// The render graph: compute passes declare the buffer regions they read and write; bake() orders
+// them, places the fewest barriers that keep them correct, gives transient buffers memory by lifetime
+// (aliasing those that never live at once), writes descriptor sets once and records one command
+// buffer that every replay submits again. Per-step values (position, cache slot...) live in buffers
+// the host writes between replays, so decode never re-records.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpu/dispatch.h"
+
+namespace vkllm::graph {
+
+class BakedGraph;
+
+// A byte range of a resource. The default size means "to the end of the resource".
+struct Region {
+    uint32_t resource = UINT32_MAX;
+    VkDeviceSize offset = 0;
+    VkDeviceSize size = VK_WHOLE_SIZE;
+
+    Region sub(VkDeviceSize sub_offset, VkDeviceSize sub_size) const;
+};
+
+struct Access {
+    Region region;
+    gpu::Access access;
+};
+
+struct Resource {
+    std::string name;
+    VkDeviceSize size;
+    std::optional<gpu::BufferRange> persistent;  // absent: a transient the graph places
+};
+
+class Pass {
+public:
+    // Bindings follow the order of these calls: binding 0 is the first region declared.
+    Pass& read(Region region) { return bind(region, gpu::Access::Read); }
+    Pass& write(Region region) { return bind(region, gpu::Access::Write); }
+    Pass& read_write(Region region) { return bind(region, gpu::Access::ReadWrite); }
+    // Takes its group counts from a VkDispatchIndirectCommand an earlier pass wrote.
+    Pass& indirect(Region arguments);
+    Pass& groups(uint32_t x, uint32_t y = 1, uint32_t z = 1);
+    // Groups along x to cover `count` invocations with the pipeline's workgroup size.
+    Pass& threads(uint64_t count, uint32_t y = 1, uint32_t z = 1);
+    // Bytes of weights the pass streams, for bytes-per-token and GB/s.
+    Pass& bytes(uint64_t count);
+    template <class Params>
+    Pass& params(const Params& values) {
+        dispatch_.params(values);
+        return *this;
+    }
+
+    const std::string& name() const { return name_; }
+
+private:
+    friend class Graph;
+    friend class BakedGraph;
+    Pass(std::string name, const gpu::Pipeline& pipeline);
+    Pass& bind(Region region, gpu::Access access);
+
+    std::string name_;
+    gpu::Dispatch dispatch_;  // bindings are filled in at bake, once memory is placed
+    std::vector<Access> accesses_;
+    std::optional<Region> indirect_;
+    uint64_t bytes_ = 0;
+};
+
+struct BakeOptions {
+    // Records no barriers at all. Wrong by design: it shows that synchronization validation catches
+    // a missing dependency, and lets a benchmark price the barriers.
+    bool omit_barriers = false;
+};
+
+class Graph {
+public:
+    explicit Graph(gpu::Device& device);
+
+    // Memory that outlives the graph (weights, KV cache, logits, the step-parameter buffer).
+    Region persistent(std::string name, const gpu::BufferRange& range);
+    // Memory the graph owns for the length of one run; its contents do not survive between runs.
+    Region transient(std::string name, VkDeviceSize bytes);
+    // The returned reference stays valid until bake().
+    Pass& add_pass(std::string name, const gpu::Pipeline& pipeline);
+
+    BakedGraph bake(BakeOptions options = {}) &&;
+
+private:
+    gpu::Device* device_;
+    std::vector<Resource> resources_;
+    std::vector<std::unique_ptr<Pass>> passes_;
+};
+
+}  // namespace vkllm::graph

@@ -1,0 +1,32 @@
+#pragma once
+// BakedGraph's internals, shared by bake.cpp, replay.cpp and dump.cpp.
+#include <memory>
+#include <vector>
+
+#include "gpu/dispatch.h"
+#include "graph/baked.h"
+
+namespace vkllm::graph {
+
+struct BakedGraph::State {
+    gpu::Device* device = nullptr;
+    BakeOptions options;
+    std::vector<Resource> resources;
+    std::vector<std::unique_ptr<Pass>> passes;
+    std::vector<int> level_of;                // per pass
+    std::vector<std::vector<size_t>> levels;  // pass indices, in declaration order within a level
+    std::vector<Placement> placements;        // per resource; used for transients
+    std::vector<gpu::Buffer> arenas;
+    std::unique_ptr<gpu::DescriptorArena> descriptors;
+    std::vector<VkDescriptorSet> sets;  // per pass
+    VkCommandBuffer command_buffer = VK_NULL_HANDLE;
+    VkFence fence = VK_NULL_HANDLE;
+
+    ~State();
+    // The region with its size made explicit, checked against its resource.
+    Region resolve(const Region& region, const std::string& pass) const;
+};
+
+using State = BakedGraph::State;
+
+}  // namespace vkllm::graph
