@@ -33,7 +33,13 @@ struct Resource {
     std::string name;
     VkDeviceSize size;
     std::optional<gpu::BufferRange> persistent;  // absent: a transient the graph places
+    VkBuffer identity = VK_NULL_HANDLE;          // a transient's stand-in handle (see Graph::range)
 };
+
+class Graph;
+
+// Frees the stand-in handles of transients (graph.cpp).
+void destroy_identities(gpu::Device& device, std::vector<Resource>& resources);
 
 class Pass {
 public:
@@ -78,6 +84,9 @@ struct BakeOptions {
 class Graph {
 public:
     explicit Graph(gpu::Device& device);
+    ~Graph();
+    Graph(const Graph&) = delete;
+    Graph& operator=(const Graph&) = delete;
 
     // Memory that outlives the graph (weights, KV cache, logits, the step-parameter buffer).
     Region persistent(std::string name, const gpu::BufferRange& range);
@@ -86,11 +95,21 @@ public:
     // The returned reference stays valid until bake().
     Pass& add_pass(std::string name, const gpu::Pipeline& pipeline);
 
+    // Ops build gpu::Dispatches over BufferRanges. range() gives a region as one: a persistent
+    // region's real memory, or for a transient a range of a stand-in VkBuffer that has no memory yet
+    // (it identifies the transient; bake() binds the memory placed for it). add() turns such a
+    // dispatch back into a pass: each binding becomes the region it names (a persistent range
+    // nobody registered becomes a resource of its own, named after the pass).
+    gpu::BufferRange range(Region region) const;
+    Pass& add(std::string name, const gpu::Dispatch& dispatch, uint64_t weight_bytes = 0);
+
     BakedGraph bake(BakeOptions options = {}) &&;
 
 private:
     gpu::Device* device_;
     std::vector<Resource> resources_;
+
+    Region region_of(const gpu::BufferRange& range, const std::string& pass, size_t binding);
     std::vector<std::unique_ptr<Pass>> passes_;
 };
 

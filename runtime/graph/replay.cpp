@@ -51,6 +51,7 @@ void submit_and_wait(gpu::Device& device, VkCommandBuffer command_buffer, VkFenc
 
 State::~State() {
     if (!device) return;
+    destroy_identities(*device, resources);
     if (command_buffer) device->free_command_buffer(command_buffer);
     if (fence) vkDestroyFence(device->handle(), fence, nullptr);
 }

@@ -259,6 +259,32 @@ TEST_CASE("graph misuse is an error naming the pass and the resource") {
     }
 }
 
+TEST_CASE("dispatches built by ops over graph ranges become passes on the regions they name") {
+    Fixture f({3, 5}, 2);
+    auto input = f.read(0);
+    graph::Graph g(test::device());
+    auto x = g.persistent("x", f.arrays[0].range());
+    auto t = g.transient("t", bytes);
+    // As an op would: a gpu::Dispatch over BufferRanges, some of them sub-ranges.
+    auto dispatch = [&](gpu::BufferRange in, gpu::BufferRange out, uint32_t slot) {
+        gpu::Dispatch d{.pipeline = &scale_pipeline()};
+        d.bindings = {{f.step.range(), gpu::Access::Read}, {in, gpu::Access::Read}, {out, gpu::Access::Write}};
+        d.params(params::GraphScaleParams{n, slot, 0}).groups = {scale_pipeline().groups_x(n), 1, 1};
+        return d;
+    };
+    g.add("first", dispatch(g.range(x), g.range(t), 0), 123);
+    g.add("second", dispatch(g.range(t), f.arrays[1].range(), 1));  // unregistered persistent memory
+    CHECK(g.range(t.sub(256, 512)).offset == 256);
+    graph::BakedGraph baked = std::move(g).bake();
+    CHECK(baked.stats().barriers == 1);
+    CHECK(baked.stats().weight_bytes == 123);
+    baked.replay();
+    CHECK(f.read(1) == expected(input, 15));
+    std::ostringstream text;
+    baked.dump(text);
+    CHECK(text.str().find("second#2") != std::string::npos);  // the unregistered output, named by pass
+}
+
 TEST_CASE("the dump lists levels, barriers and placements; profiling times every pass") {
     Fixture f({3, 5}, 2);
     graph::Graph g(test::device());
