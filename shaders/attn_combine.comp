@@ -3,9 +3,9 @@
 // out = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c over the chunks holding keys the query sees.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 
-layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint HEAD_DIM_V = 128;
 layout(constant_id = 4) const uint CHUNK = 128;  // keys per attn_decode workgroup
 

@@ -8,13 +8,13 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
+layout(local_size_x_id = 0) in;  // = CHUNK: one key per invocation for the scores
 #include "ops_common.glsl"
 #include "workgroup_reduce.glsl"
 #define K_BINDING 1
 #define V_BINDING 2
 #include "kv_cache.glsl"
 
-layout(local_size_x_id = 0) in;  // = CHUNK: one key per invocation for the scores
 layout(constant_id = 3) const uint HEAD_DIM_K = 128;
 layout(constant_id = 4) const uint HEAD_DIM_V = 128;
 layout(constant_id = 5) const uint HEADS = 1;  // query heads per workgroup, of one KV group

@@ -4,9 +4,9 @@
 // position that is an exact multiple of floor_length steps up exactly there.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Positions { int positions[]; };
 layout(std430, binding = 1) buffer X { float x[]; };

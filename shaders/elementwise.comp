@@ -8,9 +8,9 @@
 // alias an input.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };

@@ -28,9 +28,9 @@
 #include "dequant_q6_k.glsl"
 #endif
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 1) readonly buffer Ids { int ids[]; };
 layout(std430, binding = 2) writeonly buffer Out { vec4 out4[]; };  // [n_tokens][n_cols]

@@ -7,10 +7,10 @@
 //         in with atomics.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 #include "half_rte.glsl"
 
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer Rows { float rows[]; };
 layout(std430, binding = 1) readonly buffer Slots { int slots[]; };

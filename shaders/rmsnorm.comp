@@ -4,10 +4,10 @@
 // x and y may be the same buffer: each invocation reads its elements before writing them.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 #include "workgroup_reduce.glsl"
 
-layout(local_size_x_id = 0) in;
 
 #ifdef WEIGHT
 layout(std430, binding = 0) readonly buffer Weight { float weight[]; };

@@ -9,9 +9,9 @@
 // radians, already 0.06 rad at position 10^6; this keeps the rotation exact at every position.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 
-layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const bool NEOX = false;
 
 layout(std430, binding = 0) readonly buffer Phases { uvec2 phase_per_position[]; };  // (low, high) words

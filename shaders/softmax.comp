@@ -3,10 +3,10 @@
 // x and y may be the same buffer: each invocation only rewrites the elements it read.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
+layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 #include "workgroup_reduce.glsl"
 
-layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer X { float x[]; };
 layout(std430, binding = 1) writeonly buffer Y { float y[]; };

@@ -1,0 +1,49 @@
+#include "op_harness.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <random>
+#include <string>
+
+#include "gpu/device.h"
+#include "gpu/transfer.h"
+
+namespace vkllm::test {
+
+gpu::Buffer zero_buffer(uint64_t bytes) {
+    gpu::Buffer buffer = device().allocator().create(std::max<uint64_t>(bytes, 4), gpu::MemoryDomain::Device);
+    gpu::Commands commands(device());
+    for (const gpu::BufferRange& segment : buffer.segments()) commands.fill(segment, 0);
+    commands.submit_and_wait();
+    return buffer;
+}
+
+gpu::Buffer upload_bytes(std::span<const std::byte> bytes) {
+    gpu::Buffer buffer = zero_buffer(bytes.size());
+    transfer().upload(buffer, 0, bytes);
+    transfer().flush();
+    return buffer;
+}
+
+void run(std::span<const gpu::Dispatch> dispatches) {
+    gpu::Commands commands(device());
+    for (const gpu::Dispatch& dispatch : dispatches) commands.record(dispatch);
+    commands.submit_and_wait();
+}
+
+std::vector<int32_t> random_ints(size_t count, uint64_t seed, int32_t low, int32_t high) {
+    std::mt19937_64 engine(seed);
+    std::vector<int32_t> values(count);
+    for (int32_t& value : values) value = low + int32_t(engine() % uint64_t(int64_t(high) - low + 1));
+    return values;
+}
+
+void check_close(std::span<const float> got, std::span<const float> want, double tolerance, uint64_t seed,
+                 const char* what) {
+    const double error = relative_error(got, want);
+    INFO(std::string(what), ": seed ", seed, ", relative error ", error, ", tolerance ", tolerance);
+    CHECK(error <= tolerance);
+}
+
+}  // namespace vkllm::test

@@ -1,0 +1,162 @@
+// KV-cache writes and attention (decode and prefill) on the GPU against the references. Caches are
+// filled by the reference writer, so GPU and reference read the same f16 or q8_0 values and the
+// attention arithmetic is compared at f32 tolerance. Long caches (8192+ keys, head_dim 128) check
+// that the work is split: lavapipe silently stops any invocation looping past its cap.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <cstring>
+#include <numeric>
+
+#include "gguf/quants.h"
+#include "op_harness.h"
+#include "ops/attention.h"
+#include "ops/kv_write.h"
+#include "ops/ref/attention_ref.h"
+
+using namespace vkllm;
+
+namespace {
+
+const char* kv_name(ops::KvType type) { return type == ops::KvType::Q8_0 ? "q8_0" : "f16"; }
+
+struct AttentionCase {
+    const char* name;
+    ops::AttentionConfig config;
+    ops::KvType kv_type;
+    uint32_t n_cells;
+    std::vector<int32_t> positions;  // one query per position
+};
+
+// Caches of n_cells random rows written by the reference, and the queries.
+struct AttentionInputs {
+    std::vector<float> q;
+    std::vector<std::byte> k_cache, v_cache;
+};
+
+AttentionInputs random_inputs(const AttentionCase& c, uint64_t seed) {
+    const ops::AttentionConfig& config = c.config;
+    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
+    AttentionInputs inputs;
+    inputs.q = test::random_floats(c.positions.size() * config.n_head * config.head_dim_k, seed, -1.0f, 1.0f);
+    std::vector<int32_t> cells(c.n_cells);
+    std::iota(cells.begin(), cells.end(), 0);
+    inputs.k_cache.resize(ops::kv_cache_bytes(c.kv_type, c.n_cells, k_row));
+    inputs.v_cache.resize(ops::kv_cache_bytes(c.kv_type, c.n_cells, v_row));
+    ref::kv_write(c.kv_type, test::random_floats(size_t(c.n_cells) * k_row, seed + 1, -1.0f, 1.0f), cells, k_row,
+                  inputs.k_cache);
+    ref::kv_write(c.kv_type, test::random_floats(size_t(c.n_cells) * v_row, seed + 2, -1.0f, 1.0f), cells, v_row,
+                  inputs.v_cache);
+    return inputs;
+}
+
+void check_attention(const AttentionCase& c, bool prefill, uint64_t seed) {
+    const std::string name = c.name;
+    CAPTURE(name);
+    CAPTURE(prefill);
+    const ops::AttentionConfig& config = c.config;
+    const AttentionInputs inputs = random_inputs(c, seed);
+    const uint32_t n_tokens = uint32_t(c.positions.size());
+    const ops::AttentionShape shape{.n_tokens = n_tokens, .n_cells = c.n_cells, .kv_type = c.kv_type};
+    const uint64_t scratch_bytes = prefill ? ops::attention_prefill_scratch_bytes(config, shape)
+                                           : ops::attention_decode_scratch_bytes(config, shape);
+    const size_t out_count = size_t(n_tokens) * config.n_head * config.head_dim_v;
+    gpu::Buffer q = test::upload(inputs.q), k = test::upload_bytes(inputs.k_cache), v = test::upload_bytes(inputs.v_cache);
+    gpu::Buffer positions = test::upload_values(std::span(c.positions)), scratch = test::zero_buffer(scratch_bytes);
+    gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));  // every output must be written
+    const ops::AttentionBuffers buffers{q.range(), k.range(), v.range(), positions.range(), out.range(), scratch.range()};
+    test::run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
+                      : ops::attention_decode(test::device(), config, shape, buffers));
+
+    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
+    std::vector<float> want(out_count);
+    ref::attention(inputs.q, ref::kv_read(c.kv_type, inputs.k_cache, k_row), ref::kv_read(c.kv_type, inputs.v_cache, v_row),
+                   c.positions, config, want);
+    test::check_close(test::download(out, out_count), want, test::f32_tolerance, seed, c.name);
+}
+
+std::vector<int32_t> consecutive(int32_t first, int32_t count) {
+    std::vector<int32_t> positions(count);
+    std::iota(positions.begin(), positions.end(), first);
+    return positions;
+}
+
+}  // namespace
+
+TEST_CASE("attention decode: GQA, f16 and q8_0 caches, sliding window, softcap, 8192+ keys") {
+    const float scale_128 = 1.0f / std::sqrt(128.0f), scale_64 = 0.125f;
+    const AttentionCase cases[] = {
+        {"long f16", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128},
+         ops::KvType::F16, 8300, {8299}},
+        {"long q8_0 window", {.n_head = 4, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128,
+                              .n_swa = 4096}, ops::KvType::Q8_0, 9000, {8999}},
+        {"few tokens softcap", {.n_head = 4, .n_head_kv = 4, .head_dim_k = 64, .head_dim_v = 64, .scale = scale_64,
+                                .softcap = 3.0f}, ops::KvType::F16, 300, {0, 130, 299}},
+        {"head 96 q8_0", {.n_head = 6, .n_head_kv = 2, .head_dim_k = 96, .head_dim_v = 96, .scale = 0.1f},
+         ops::KvType::Q8_0, 257, {255, 256}},
+        {"k 192 v 128", {.n_head = 16, .n_head_kv = 1, .head_dim_k = 192, .head_dim_v = 128, .scale = 0.07f,
+                         .n_swa = 100}, ops::KvType::F16, 1000, {999, 50}},
+    };
+    uint64_t seed = test::base_seed() + 900;
+    for (const AttentionCase& c : cases) check_attention(c, false, seed++);
+}
+
+TEST_CASE("attention prefill: causal batches, windows across passes, 8192+ and 32k keys") {
+    const float scale_128 = 1.0f / std::sqrt(128.0f);
+    const AttentionCase cases[] = {
+        {"prompt f16", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128},
+         ops::KvType::F16, 80, consecutive(0, 70)},
+        {"q8_0 window", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
+                         .n_swa = 37}, ops::KvType::Q8_0, 5100, consecutive(5000, 33)},
+        {"long f16 softcap", {.n_head = 4, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128,
+                              .softcap = 20.0f}, ops::KvType::F16, 8300, consecutive(8190, 19)},
+        {"32k keys", {.n_head = 2, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128},
+         ops::KvType::F16, 33000, consecutive(32990, 4)},
+        {"window over passes", {.n_head = 2, .n_head_kv = 1, .head_dim_k = 256, .head_dim_v = 256, .scale = 0.06f,
+                                .n_swa = 3000}, ops::KvType::Q8_0, 6000, consecutive(5950, 9)},
+    };
+    uint64_t seed = test::base_seed() + 1000;
+    for (const AttentionCase& c : cases) check_attention(c, true, seed++);
+}
+
+TEST_CASE("kv_write: f16 bits as llama.cpp rounds them, q8_0 blocks, slots from a buffer") {
+    uint64_t seed = test::base_seed() + 800;
+    for (ops::KvType type : {ops::KvType::F16, ops::KvType::Q8_0}) {
+        const std::string cache_type = kv_name(type);
+        CAPTURE(cache_type);
+        const uint32_t row_size = 2 * 96, stride = 3 * 96 + 4, n_cells = 50, n_tokens = 7;
+        std::vector<float> rows = test::random_floats(size_t(n_tokens) * stride, seed++, -8.0f, 8.0f);
+        rows[3] = 1e-7f;      // an f16 subnormal
+        rows[4] = 70000.0f;   // rounds to inf in f16 (q8_0: a large block scale)
+        rows[5] = 2.0009765625f * 1.0000001f;  // just past a tie
+        const std::vector<int32_t> slots = {4, 49, 0, 17, 60, 18, 3};  // 60 is outside: skipped
+        std::vector<float> packed(size_t(n_tokens) * row_size);
+        for (uint32_t t = 0; t < n_tokens; ++t)
+            std::copy_n(&rows[size_t(t) * stride], row_size, &packed[size_t(t) * row_size]);
+        std::vector<int32_t> in_range_slots = slots;
+        std::vector<float> in_range_rows = packed;
+        in_range_slots.erase(in_range_slots.begin() + 4);
+        in_range_rows.erase(in_range_rows.begin() + 4 * row_size, in_range_rows.begin() + 5 * row_size);
+
+        const uint64_t bytes = ops::kv_cache_bytes(type, n_cells, row_size);
+        std::vector<std::byte> want(bytes);
+        for (size_t i = 0; i < bytes; ++i) want[i] = std::byte(i * 7 % 61);  // finite f16 and q8_0 values; cells not written keep them
+        gpu::Buffer cache = test::upload_bytes(want);
+        ref::kv_write(type, in_range_rows, in_range_slots, row_size, want);
+        gpu::Buffer row_buffer = test::upload(rows), slot_buffer = test::upload_values(std::span(slots));
+        test::run(ops::kv_write(test::device(), type,
+                                {.n_tokens = n_tokens, .row_size = row_size, .src_stride = stride, .n_cells = n_cells},
+                                row_buffer.range(), slot_buffer.range(), cache.range()));
+        const std::vector<std::byte> got = test::download_values<std::byte>(cache, bytes);
+        if (type == ops::KvType::F16) {
+            CHECK(std::memcmp(got.data(), want.data(), bytes) == 0);
+        } else {
+            // Quants may differ by one step where x / d lands on a rounding tie in another rounding.
+            const std::vector<float> got_values = ref::kv_read(type, got, row_size);
+            const std::vector<float> want_values = ref::kv_read(type, want, row_size);
+            test::check_close(got_values, want_values, test::f16_tolerance, seed, "kv_write q8_0");
+        }
+    }
+}

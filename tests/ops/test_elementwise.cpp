@@ -1,0 +1,47 @@
+// Elementwise ops on the GPU against the references, on the vec4 path and the scalar one.
+#include <doctest/doctest.h>
+
+#include "op_harness.h"
+#include "ops/elementwise.h"
+#include "ops/ref/elementwise_ref.h"
+
+using namespace vkllm;
+
+TEST_CASE("add: residuals and repeated biases, sizes on and off multiples of 4, in place") {
+    const uint64_t seed = test::base_seed() + 400;
+    for (auto [n, b_n] : {std::pair{4099u, 4099u}, {12288u, 4096u}, {4098u, 2u}, {3u, 3u}}) {
+        CAPTURE(n);
+        CAPTURE(b_n);
+        const std::vector<float> a = test::random_floats(n, seed + n), b = test::random_floats(b_n, seed + b_n + 1);
+        gpu::Buffer a_buffer = test::upload(a), b_buffer = test::upload(b), y_buffer = test::zero_buffer(n * 4);
+        std::vector<float> want(n);
+        ref::add(a, b, want);
+        test::run(ops::add(test::device(), a_buffer.range(), b_buffer.range(), y_buffer.range(), n, b_n));
+        test::check_close(test::download(y_buffer, n), want, test::f32_tolerance, seed, "add");
+        test::run(ops::add(test::device(), a_buffer.range(), b_buffer.range(), a_buffer.range(), n, b_n));
+        test::check_close(test::download(a_buffer, n), want, test::f32_tolerance, seed, "add in place");
+    }
+}
+
+TEST_CASE("scale, SwiGLU and GeGLU, saturated inputs included") {
+    const uint64_t seed = test::base_seed() + 500;
+    for (uint32_t n : {1001u, 11011u, 8u}) {
+        CAPTURE(n);
+        std::vector<float> gate = test::random_floats(n, seed + n, -12.0f, 12.0f);
+        gate[0] = -200.0f;  // e^-z overflows to inf: the result must be -0, not NaN
+        gate[n - 1] = 200.0f;
+        const std::vector<float> up = test::random_floats(n, seed + n + 1, -2.0f, 2.0f);
+        gpu::Buffer gate_buffer = test::upload(gate), up_buffer = test::upload(up), y = test::zero_buffer(n * 4);
+        std::vector<float> want(n);
+
+        ref::scale(gate, 0.125f, want);
+        test::run(ops::scale(test::device(), gate_buffer.range(), y.range(), n, 0.125f));
+        test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "scale");
+        ref::swiglu(gate, up, want);
+        test::run(ops::glu(test::device(), ops::Glu::SwiGlu, gate_buffer.range(), up_buffer.range(), y.range(), n));
+        test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "swiglu");
+        ref::geglu(gate, up, want);
+        test::run(ops::glu(test::device(), ops::Glu::GeGlu, gate_buffer.range(), up_buffer.range(), y.range(), n));
+        test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "geglu");
+    }
+}

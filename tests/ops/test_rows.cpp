@@ -1,0 +1,79 @@
+// Row-wise ops on the GPU against the references: RMSNorm, softmax, top-k and argmax. Each runs at
+// least once on vocabulary-sized rows, where a kernel looping per row would pass lavapipe's loop cap.
+#include <doctest/doctest.h>
+
+#include "op_harness.h"
+#include "ops/ref/rmsnorm_ref.h"
+#include "ops/ref/softmax_ref.h"
+#include "ops/rmsnorm.h"
+#include "ops/softmax.h"
+#include "ops/topk.h"
+
+using namespace vkllm;
+
+TEST_CASE("rmsnorm: whole rows and per-head rows, with and without a weight, in place") {
+    struct Case {
+        uint32_t n, rows;
+        bool weight;
+    };
+    const uint64_t seed = test::base_seed() + 100;
+    for (const Case c : {Case{4096, 3, true}, Case{4097, 2, false}, Case{128, 37, true}, Case{131101, 1, true},
+                         Case{1, 5, true}, Case{250, 3, false}}) {
+        CAPTURE(c.n);
+        CAPTURE(c.rows);
+        const std::vector<float> x = test::random_floats(size_t(c.n) * c.rows, seed + c.n, -3.0f, 2.0f);
+        const std::vector<float> w = test::random_floats(c.n, seed + c.n + 1, 0.5f, 1.5f);
+        gpu::Buffer x_buffer = test::upload(x), w_buffer = test::upload(w);
+        gpu::Buffer y_buffer = test::zero_buffer(x.size() * 4);
+        std::optional<gpu::BufferRange> weight;
+        if (c.weight) weight = w_buffer.range();
+        test::run(ops::rmsnorm(test::device(), x_buffer.range(), weight, y_buffer.range(), c.n, c.rows, 1e-5f));
+        std::vector<float> want(x.size());
+        ref::rmsnorm(x, c.weight ? std::span<const float>(w) : std::span<const float>(), c.n, 1e-5f, want);
+        test::check_close(test::download(y_buffer, x.size()), want, test::f32_tolerance, seed, "rmsnorm");
+        test::run(ops::rmsnorm(test::device(), x_buffer.range(), weight, x_buffer.range(), c.n, c.rows, 1e-5f));
+        test::check_close(test::download(x_buffer, x.size()), want, test::f32_tolerance, seed, "rmsnorm in place");
+    }
+}
+
+TEST_CASE("softmax: rows from a few experts to a vocabulary, scaled") {
+    struct Case {
+        uint32_t n, rows;
+        float scale;
+    };
+    const uint64_t seed = test::base_seed() + 200;
+    for (const Case c : {Case{8, 17, 1.0f}, Case{5, 3, 0.3f}, Case{32000, 2, 1.0f}, Case{128259, 1, 2.0f}}) {
+        CAPTURE(c.n);
+        const std::vector<float> x = test::random_floats(size_t(c.n) * c.rows, seed + c.n, -20.0f, 20.0f);
+        gpu::Buffer x_buffer = test::upload(x), y_buffer = test::zero_buffer(x.size() * 4);
+        test::run(ops::softmax(test::device(), x_buffer.range(), y_buffer.range(), c.n, c.rows, c.scale));
+        std::vector<float> want(x.size());
+        ref::softmax(x, c.n, c.scale, want);
+        test::check_close(test::download(y_buffer, x.size()), want, test::f32_tolerance, seed, "softmax");
+    }
+}
+
+TEST_CASE("top-k and argmax: exact indices and values, ties to the lower index, one pass or two") {
+    struct Case {
+        uint32_t n, rows, k;
+    };
+    const uint64_t seed = test::base_seed() + 300;
+    for (const Case c : {Case{128256, 2, 1}, Case{32000, 3, 40}, Case{256, 5, 8}, Case{131101, 1, 128},
+                         Case{7, 4, 7}, Case{4096, 1, 1}}) {
+        CAPTURE(c.n);
+        CAPTURE(c.k);
+        std::vector<float> x = test::random_floats(size_t(c.n) * c.rows, seed + c.n, -10.0f, 10.0f);
+        for (uint32_t row = 0; row < c.rows; ++row) {  // a three-way tie for first, across chunks
+            float* values = &x[size_t(row) * c.n];
+            values[c.n - 1] = values[c.n / 2] = values[c.n / 3] = 11.0f;
+        }
+        const ops::TopKShape shape{.n = c.n, .n_rows = c.rows, .k = c.k};
+        gpu::Buffer x_buffer = test::upload(x), scratch = test::zero_buffer(shape.scratch_bytes());
+        gpu::Buffer values = test::zero_buffer(size_t(c.rows) * c.k * 4), indices = test::zero_buffer(size_t(c.rows) * c.k * 4);
+        test::run(ops::top_k(test::device(), shape, x_buffer.range(), values.range(), indices.range(), scratch.range()));
+        const ref::TopK want = ref::top_k(x, c.n, c.k);
+        INFO("seed ", seed);
+        CHECK(test::download_values<uint32_t>(indices, want.indices.size()) == want.indices);
+        CHECK(test::download(values, want.values.size()) == want.values);
+    }
+}
