@@ -382,10 +382,10 @@ private:
     }
 
     uint64_t tensor_bytes(const Tensor& t, uint64_t at) {
-        uint64_t nbytes = row_bytes(t.type, t.ne[0]);
-        for (int d = 1; d < 4; ++d)
-            if (__builtin_mul_overflow(nbytes, t.ne[d], &nbytes))
-                in_.fail_at(at, "byte size of shape {} overflows", t.shape_string());
+        uint64_t nbytes = 0;
+        bool overflow = __builtin_mul_overflow(t.ne[0] / block_size(t.type), uint64_t(block_bytes(t.type)), &nbytes);
+        for (int d = 1; d < 4; ++d) overflow = overflow || __builtin_mul_overflow(nbytes, t.ne[d], &nbytes);
+        if (overflow) in_.fail_at(at, "byte size of shape {} overflows", t.shape_string());
         return nbytes;
     }
 

@@ -201,6 +201,8 @@ TEST_CASE("absurd dimensions are errors") {
                  "tensor 'big': element count overflows at ne[1] = 1099511627776");
     expect_error(Encoder{}.header(1, 0).tensor("big", {1ll << 32, 1ll << 30}, 0).data(0).out,
                  "tensor 'big': byte size of shape 4294967296 x 1073741824 overflows");  // elements fit int64, bytes do not
+    expect_error(Encoder{}.header(1, 0).tensor("wide", {(1ll << 62) + 32}, 0).data(128).out,
+                 "tensor 'wide': byte size of shape 4611686018427387936 overflows");  // found by the fuzzer
     expect_error(Encoder{}.header(1, 0).tensor("odd", {33, 2}, 8).data(68).out,
                  "tensor 'odd': ne[0] = 33 is not a multiple of the q8_0 block size 32");
     expect_error(Encoder{}.header(1, 0).tensor("huge", {1ll << 20, 1ll << 20}, 0).data(64).out,
