@@ -33,6 +33,35 @@ shared vec4 q_tile[HEADS * HEAD_DIM_K / 4];
 shared float probs[HEADS * CHUNK];
 shared vec4 slice_sums[KEY_SLICES * HEADS * DIM_THREADS];
 
+// Logits of key key0 + tid (the invocation's key) for every head of the group; -inf where unseen.
+void key_logits(int key0, ivec2 keys, uint kv_head, out float logit[HEADS]) {
+    const int key = key0 + int(gl_LocalInvocationID.x);
+    const bool visible = key >= keys.x && key <= keys.y;
+    float qk[HEADS];
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) qk[g] = 0.0;
+    if (visible) {
+        const uint k_row = p.n_head_kv * HEAD_DIM_K, k_base = uint(key) * k_row + kv_head * HEAD_DIM_K;
+        for (uint d = 0; d < HEAD_DIM_K / 4; ++d) {
+            const vec4 k = k_load4(k_base + 4 * d, p.n_cells, k_row);
+            [[unroll]] for (uint g = 0; g < HEADS; ++g) qk[g] += dot(q_tile[g * HEAD_DIM_K / 4 + d], k);
+        }
+    }
+    [[unroll]] for (uint g = 0; g < HEADS; ++g)
+        logit[g] = visible ? attention_logit(qk[g], p.scale, p.softcap) : -1.0 / 0.0;
+}
+
+// sum_j probs[g][j] * v_j over keys slice, slice + KEY_SLICES, ... of the chunk, for 4 dims.
+void weighted_values(int key0, ivec2 keys, uint kv_head, uint slice, uint dim4, out vec4 acc[HEADS]) {
+    const uint v_row = p.n_head_kv * HEAD_DIM_V;
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] = vec4(0.0);
+    for (uint j = slice; j < CHUNK; j += KEY_SLICES) {
+        const int key = key0 + int(j);
+        if (key < keys.x || key > keys.y) continue;
+        const vec4 v = v_load4(uint(key) * v_row + kv_head * HEAD_DIM_V + 4 * dim4, p.n_cells, v_row);
+        [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] += probs[g * CHUNK + j] * v;
+    }
+}
+
 void main() {
     const uint chunk = gl_WorkGroupID.x, head0 = gl_WorkGroupID.y * HEADS, token = gl_WorkGroupID.z;
     const uint tid = gl_LocalInvocationID.x;
@@ -44,41 +73,19 @@ void main() {
     for (uint i = tid; i < HEADS * HEAD_DIM_K / 4; i += CHUNK)
         q_tile[i] = q4[(token * p.n_head + head0) * (HEAD_DIM_K / 4) + i];
     barrier();
-
-    // Scores: invocation tid takes key key0 + tid for every head of the group.
-    const int key = key0 + int(tid);
-    const bool visible = key >= keys.x && key <= keys.y;
-    const uint k_row = p.n_head_kv * HEAD_DIM_K;
-    float score[HEADS];
-    [[unroll]] for (uint g = 0; g < HEADS; ++g) score[g] = 0.0;
-    if (visible) {
-        const uint k_base = uint(key) * k_row + kv_head * HEAD_DIM_K;
-        for (uint d = 0; d < HEAD_DIM_K / 4; ++d) {
-            const vec4 k = k_load4(k_base + 4 * d, p.n_cells, k_row);
-            [[unroll]] for (uint g = 0; g < HEADS; ++g) score[g] += dot(q_tile[g * HEAD_DIM_K / 4 + d], k);
-        }
-    }
-    float row_max[HEADS], row_sum[HEADS];
+    float logit[HEADS], chunk_max[HEADS], chunk_sum[HEADS];
+    key_logits(key0, keys, kv_head, logit);
     [[unroll]] for (uint g = 0; g < HEADS; ++g) {
-        const float s = visible ? attention_logit(score[g], p.scale, p.softcap) : -1.0 / 0.0;
-        row_max[g] = workgroup_max(s);
-        const float prob = visible ? exp(s - row_max[g]) : 0.0;
-        row_sum[g] = workgroup_sum(prob);
+        chunk_max[g] = workgroup_max(logit[g]);  // finite: the chunk holds a visible key
+        const float prob = exp(logit[g] - chunk_max[g]);
+        chunk_sum[g] = workgroup_sum(prob);
         probs[g * CHUNK + tid] = prob;
     }
     barrier();
 
-    // Values: invocation (slice, dim4) sums keys slice, slice + KEY_SLICES, ... into 4 dims per head.
     const uint dim4 = tid % DIM_THREADS, slice = tid / DIM_THREADS;
-    const uint v_row = p.n_head_kv * HEAD_DIM_V;
     vec4 acc[HEADS];
-    [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] = vec4(0.0);
-    for (uint j = slice; j < CHUNK; j += KEY_SLICES) {
-        const int key_j = key0 + int(j);
-        if (key_j < keys.x || key_j > keys.y) continue;
-        const vec4 v = v_load4(uint(key_j) * v_row + kv_head * HEAD_DIM_V + 4 * dim4, p.n_cells, v_row);
-        [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] += probs[g * CHUNK + j] * v;
-    }
+    weighted_values(key0, keys, kv_head, slice, dim4, acc);
     [[unroll]] for (uint g = 0; g < HEADS; ++g) slice_sums[(slice * HEADS + g) * DIM_THREADS + dim4] = acc[g];
     barrier();
     if (slice != 0) return;
@@ -87,6 +94,6 @@ void main() {
         for (uint s = 0; s < KEY_SLICES; ++s) total += slice_sums[(s * HEADS + g) * DIM_THREADS + dim4];
         const uint partial = (token * p.n_head + head0 + g) * p.n_chunks + chunk;
         partial_out4[partial * DIM_THREADS + dim4] = total;
-        if (dim4 == 0) partial_stats[partial] = vec2(row_max[g], row_sum[g]);
+        if (dim4 == 0) partial_stats[partial] = vec2(chunk_max[g], chunk_sum[g]);
     }
 }

@@ -74,9 +74,12 @@ params::AttentionParams attention_params(const AttentionConfig& config, const At
 // queries; tiles of keys as large as shared memory allows.
 struct PrefillLaunch {
     uint32_t workgroup_size, rows, tile_keys;
+    bool float16;  // the variant holding tiles in f16
 };
 
 PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
+    const bool float16 = caps.use_float16();
+    const uint64_t tile_element_bytes = float16 ? 2 : 4;
     const uint32_t dim_threads = config.head_dim_v / 4;
     const uint32_t row_threads = std::max(1u, 128 / dim_threads);
     const uint32_t rows = row_threads * prefill_rows_per_thread;
@@ -85,8 +88,9 @@ PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfi
         fail("attention_prefill: head_dim_v {} is outside the kernel's 16 to {}", config.head_dim_v,
              4 * caps.max_workgroup_invocations);
     for (uint32_t tile = 32; tile >= 8; tile /= 2) {
-        const uint64_t shared = 4ull * (rows * config.head_dim_k + tile * widest + rows * tile) + rows * 24;
-        if (shared + shared_reserve <= caps.max_shared_memory) return {dim_threads * row_threads, rows, tile};
+        const uint64_t shared = tile_element_bytes * (rows * config.head_dim_k + tile * widest) + 4ull * rows * tile;
+        if (shared + rows * 24 + shared_reserve <= caps.max_shared_memory)
+            return {dim_threads * row_threads, rows, tile, float16};
     }
     fail("attention_prefill: heads of {} and {} dims do not fit in shared memory", config.head_dim_k,
          config.head_dim_v);
@@ -151,7 +155,7 @@ std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const Attentio
     const gpu::Capabilities& caps = device.caps();
     const PrefillLaunch launch = prefill_launch(caps, config);
     const gpu::Pipeline& pipeline = device.pipelines().get(
-        std::string("attn_prefill") + cache_suffix(shape.kv_type),
+        std::string("attn_prefill") + cache_suffix(shape.kv_type) + (launch.float16 ? "_f16" : ""),
         {{0, launch.workgroup_size}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, launch.rows},
          {6, launch.tile_keys}});
     const uint32_t tiles = (shape.n_tokens + launch.rows - 1) / launch.rows;

@@ -5,7 +5,8 @@
 // every step: they cover the whole cache and skip the keys no query sees.
 //   decode:  few queries; the keys split over workgroups (shaders/attn_decode.comp), then a combine
 //            pass (shaders/attn_combine.comp). Scratch grows with n_tokens * n_cells.
-//   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys.
+//   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys;
+//            where caps.use_float16(), q.k is formed in f16 (f32 sums and softmax).
 #include <cstdint>
 #include <vector>
 

@@ -74,7 +74,9 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed) {
     std::vector<float> want(out_count);
     ref::attention(inputs.q, ref::kv_read(c.kv_type, inputs.k_cache, k_row), ref::kv_read(c.kv_type, inputs.v_cache, v_row),
                    c.positions, config, want);
-    test::check_close(test::download(out, out_count), want, test::f32_tolerance, seed, c.name);
+    const bool float16 = prefill && test::device().caps().use_float16();
+    test::check_close(test::download(out, out_count), want, float16 ? test::f16_tolerance : test::f32_tolerance, seed,
+                      c.name);
 }
 
 std::vector<int32_t> consecutive(int32_t first, int32_t count) {
