@@ -1,0 +1,121 @@
+#include "model/blocks.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "ops/attention.h"
+#include "ops/kv_write.h"
+#include "ops/matmul.h"
+#include "ops/matvec.h"
+#include "ops/rmsnorm.h"
+#include "ops/rope.h"
+
+namespace vkllm::model::blocks {
+namespace {
+
+constexpr uint64_t f32 = sizeof(float);
+
+std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
+
+}  // namespace
+
+void Builder::add(const std::string& name, const std::vector<gpu::Dispatch>& dispatches, uint64_t weight_bytes) {
+    for (size_t i = 0; i < dispatches.size(); ++i)
+        graph.add(dispatches.size() == 1 ? name : fmt::format("{}.{}", name, i), dispatches[i], i == 0 ? weight_bytes : 0);
+}
+
+void project(Builder& b, const std::string& name, const Weight& weights, graph::Region x, graph::Region y,
+             bool accumulate) {
+    auto dispatches = b.shape.n_tokens == 1
+                          ? ops::matvec(b.device, weights.matrix(), b.range(x), b.range(y), accumulate)
+                          : ops::matmul(b.device, weights.matrix(), b.range(x), b.range(y), b.shape.n_tokens, accumulate);
+    b.add(name, dispatches, weights.bytes());
+}
+
+void project(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x, graph::Region y,
+             bool accumulate) {
+    if (weights.parts.size() == 1) return project(b, name, weights.parts[0], x, y, accumulate);
+    // Parts of different types write their rows of the one output in turn; for one token those
+    // rows are contiguous.
+    if (b.shape.n_tokens != 1) fail("{}: a projection of mixed weight types runs one token at a time", name);
+    uint64_t offset = 0;
+    for (const Weight& part : weights.parts) {
+        project(b, fmt::format("{}[{}]", name, part.name), part, x, y.sub(offset, part.rows * f32), accumulate);
+        offset += part.rows * f32;
+    }
+}
+
+void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight& weight, graph::Region y, uint32_t n,
+              float eps) {
+    uint32_t rows = uint32_t(b.range(x).size / (n * f32));
+    b.graph.add(name, ops::rmsnorm(b.device, b.range(x), weight.range(), b.range(y), n, rows, eps), weight.bytes());
+}
+
+void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
+                   graph::Region k_cache, graph::Region v_cache, const KvCacheRegions& kv) {
+    const ops::AttentionConfig& c = spec.config;
+    const uint32_t n_tokens = b.shape.n_tokens;
+    if (n_tokens != 1) fail("blk.{}: batched attention is not supported yet; run one token at a time", layer);
+    const uint32_t q_size = c.n_head * c.head_dim_k, k_size = c.n_head_kv * c.head_dim_k;
+    const uint32_t v_size = c.n_head_kv * c.head_dim_v, qkv_size = q_size + k_size + v_size;
+    const uint32_t n_embd = weights.norm.cols;
+
+    auto normed = b.graph.transient(layer_name(layer, "attn_norm_out"), n_tokens * n_embd * f32);
+    rms_norm(b, layer_name(layer, "attn_norm"), x, weights.norm, normed, n_embd, spec.rms_eps);
+    auto qkv = b.graph.transient(layer_name(layer, "qkv"), n_tokens * qkv_size * f32);
+    project(b, layer_name(layer, "attn_qkv"), weights.qkv, normed, qkv, false);
+
+    auto q = qkv.sub(0, q_size * f32), k = qkv.sub(q_size * f32, k_size * f32);
+    auto v = qkv.sub((q_size + k_size) * f32, v_size * f32);
+    auto positions = b.range(b.step.positions);
+    auto phases = b.range(spec.rope_phases);
+    b.graph.add(layer_name(layer, "rope_q"),
+                ops::rope(b.device, spec.rope, {n_tokens, c.n_head, c.head_dim_k, qkv_size}, phases, positions, b.range(q)));
+    b.graph.add(layer_name(layer, "rope_k"),
+                ops::rope(b.device, spec.rope, {n_tokens, c.n_head_kv, c.head_dim_k, qkv_size}, phases, positions, b.range(k)));
+    if (spec.temperature_beta != 0)
+        b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, b.range(q), n_tokens, q_size,
+                                                                   spec.temperature_beta, spec.temperature_length));
+
+    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv.type, {n_tokens, k_size, qkv_size, kv.n_cells},
+                                                            b.range(k), positions, b.range(k_cache)));
+    b.graph.add(layer_name(layer, "cache_v"), ops::kv_write(b.device, kv.type, {n_tokens, v_size, qkv_size, kv.n_cells},
+                                                            b.range(v), positions, b.range(v_cache)));
+
+    ops::AttentionShape shape{n_tokens, kv.n_cells, kv.type};
+    auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
+    auto scratch = b.graph.transient(layer_name(layer, "attn_scratch"), ops::attention_decode_scratch_bytes(c, shape));
+    ops::AttentionBuffers buffers{b.range(q), b.range(k_cache), b.range(v_cache), positions, b.range(out), b.range(scratch)};
+    b.add(layer_name(layer, "attn"), ops::attention_decode(b.device, c, shape, buffers));
+
+    project(b, layer_name(layer, "attn_output"), weights.output, out, x, true);
+}
+
+void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
+             uint32_t n_ff, float rms_eps) {
+    const uint32_t n_tokens = b.shape.n_tokens, n_embd = weights.norm.cols;
+    if (n_tokens != 1) fail("blk.{}: batched feed-forward is not supported yet; run one token at a time", layer);
+    auto normed = b.graph.transient(layer_name(layer, "ffn_norm_out"), n_tokens * n_embd * f32);
+    rms_norm(b, layer_name(layer, "ffn_norm"), x, weights.norm, normed, n_embd, rms_eps);
+    auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), n_tokens * 2 * n_ff * f32);
+    project(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, normed, gate_up, false);
+    auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
+    b.graph.add(layer_name(layer, "ffn_act"),
+                ops::glu(b.device, activation, b.range(gate_up.sub(0, n_ff * f32)),
+                         b.range(gate_up.sub(n_ff * f32, n_ff * f32)), b.range(hidden), n_ff));
+    project(b, layer_name(layer, "ffn_down"), weights.down, hidden, x, true);
+}
+
+void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& output, graph::Region logits,
+                 float rms_eps) {
+    const uint32_t n_embd = norm.cols;
+    const uint32_t rows = b.shape.all_logits ? b.shape.n_tokens : 1;
+    // Only the rows whose logits are wanted go through the final norm and the head.
+    auto last = x.sub((b.shape.n_tokens - rows) * n_embd * f32, rows * n_embd * f32);
+    auto normed = b.graph.transient("output_norm_out", rows * n_embd * f32);
+    rms_norm(b, "output_norm", last, norm, normed, n_embd, rms_eps);
+    Builder head{b.graph, b.device, b.step, {rows, b.shape.all_logits}};
+    project(head, "output", output, normed, logits, false);
+}
+
+}  // namespace vkllm::model::blocks

@@ -1,0 +1,72 @@
+#pragma once
+// The building blocks architectures share (model-notes.md C.0), each a short list of passes:
+// projections (matvec for one token, matmul for many), GQA attention with RoPE and the KV cache,
+// GLU feed-forward, and the output head. An architecture's build_layer strings them together.
+#include <optional>
+#include <string>
+
+#include "graph/graph.h"
+#include "model/forward.h"
+#include "model/weights.h"
+#include "ops/attention_config.h"
+#include "ops/elementwise.h"
+#include "ops/rope_config.h"
+
+namespace vkllm::model::blocks {
+
+// What every block needs to add passes.
+struct Builder {
+    graph::Graph& graph;
+    gpu::Device& device;
+    const StepInputs& step;
+    ForwardShape shape;
+
+    gpu::BufferRange range(graph::Region region) const { return graph.range(region); }
+    // A pass per dispatch, named "name" (or "name.k" for the k-th of several), weight bytes on the first.
+    void add(const std::string& name, const std::vector<gpu::Dispatch>& dispatches, uint64_t weight_bytes = 0);
+};
+
+// y = W x (y += W x with accumulate) for the builder's tokens; x [n_tokens][cols], y [n_tokens][rows].
+// A group's parts write their rows in turn.
+void project(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x, graph::Region y,
+             bool accumulate);
+void project(Builder& b, const std::string& name, const Weight& weights, graph::Region x, graph::Region y,
+             bool accumulate);
+
+void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight& weight, graph::Region y,
+              uint32_t n, float eps);
+
+struct AttentionWeights {
+    const Weight& norm;
+    const WeightGroup& qkv;  // rows: q, k, v
+    const Weight& output;
+};
+
+struct AttentionSpec {
+    ops::AttentionConfig config;
+    ops::RopeConfig rope;
+    graph::Region rope_phases;  // ops::rope_phase_table(rope), uploaded
+    float rms_eps = 0;
+    float temperature_beta = 0;  // Llama-4 attention temperature (B.5); 0: off
+    uint32_t temperature_length = 0;
+};
+
+// x += output · attention(rope(q), cache(rope(k), v)) over norm(x): the GQA layer half.
+void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
+                   graph::Region k_cache, graph::Region v_cache, const KvCacheRegions& kv);
+
+struct FeedForwardWeights {
+    const Weight& norm;
+    const WeightGroup& gate_up;  // rows: gate, up
+    const Weight& down;
+};
+
+// x += down · act(gate · norm(x)) * (up · norm(x)).
+void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
+             uint32_t n_ff, float rms_eps);
+
+// logits = output · norm(x) for the last token (or every token with shape.all_logits).
+void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& output, graph::Region logits,
+                 float rms_eps);
+
+}  // namespace vkllm::model::blocks

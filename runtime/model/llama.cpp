@@ -1,0 +1,153 @@
+// LLaMA and Mistral 3 (GGUF archs "llama" and "mistral3"): GQA, RoPE in adjacent pairs with optional
+// YaRN, SwiGLU, tied or separate LM head; Mistral 3 adds the Llama-4 attention temperature.
+// Numerics: ../shared/docs/model-notes.md C.1, C.2, B.4, B.5.
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "model/blocks.h"
+#include "model/hparams.h"
+#include "model/architectures.h"
+#include "ops/embed.h"
+#include "ops/rope.h"
+
+namespace vkllm::model {
+namespace {
+
+struct Hparams : BaseHparams {
+    ops::RopeConfig rope;
+    float attn_temperature_scale = 0;  // mistral3: q *= 1 + scale * ln(1 + floor(pos / length))
+    uint32_t attn_temperature_length = 0;
+};
+
+struct LayerWeights {
+    Weight attn_norm;         // {n_embd}
+    WeightGroup attn_qkv;     // attn_q {n_embd, n_head*hd}, attn_k and attn_v {n_embd, n_head_kv*hd}
+    Weight attn_output;       // {n_head*hd, n_embd}
+    Weight ffn_norm;          // {n_embd}
+    WeightGroup ffn_gate_up;  // ffn_gate and ffn_up {n_embd, n_ff}
+    Weight ffn_down;          // {n_ff, n_embd}
+};
+
+struct Weights {
+    Weight token_embd;             // {n_embd, n_vocab}
+    Weight output_norm;            // {n_embd}
+    std::optional<Weight> output;  // {n_embd, n_vocab}; absent: tied to token_embd
+    std::vector<LayerWeights> layers;
+    gpu::Buffer rope_phases;       // ops::rope_phase_table(hp.rope)
+};
+
+Hparams read_hparams(const gguf::File& file, const std::string& arch) {
+    ArchKeys keys(file, arch);
+    Hparams hp{read_base_hparams(keys)};
+    if (hp.n_rot != hp.head_dim_k) fail("{}: rope.dimension_count {} must equal the head size {}", file.name(), hp.n_rot, hp.head_dim_k);
+    hp.rope = read_rope(keys, hp.n_rot, ops::RopeMode::Normal, /*read_yarn_betas=*/arch == "mistral3");
+    if (const gguf::Tensor* freqs = file.find_tensor("rope_freqs.weight")) {
+        if (freqs->type != gguf::GgmlType::F32 || freqs->n_elements() != hp.n_rot / 2)
+            fail("{}: rope_freqs.weight must hold {} F32 values", file.name(), hp.n_rot / 2);
+        hp.rope.freq_factors.resize(hp.n_rot / 2);
+        std::memcpy(hp.rope.freq_factors.data(), freqs->data.data(), freqs->nbytes);
+    }
+    if (arch == "mistral3") {
+        hp.attn_temperature_scale = keys.f32("attention.temperature_scale", 0.0f);
+        hp.attn_temperature_length = hp.rope.n_ctx_orig;
+        if (hp.attn_temperature_scale != 0 && hp.attn_temperature_length == 0)
+            fail("{}: attention temperature needs rope.scaling.original_context_length", file.name());
+    }
+    return hp;
+}
+
+void refuse_unsupported(const gguf::File& file) {
+    for (const char* name : {"blk.0.attn_qkv.weight", "blk.0.attn_q.bias", "blk.0.ffn_gate_inp.weight"})
+        if (file.find_tensor(name))
+            fail("{}: tensor '{}' (fused QKV, attention biases or mixture of experts) is not supported for this "
+                 "architecture yet", file.name(), name);
+}
+
+Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
+    WeightLoader loader(device, file, options.progress);
+    const uint64_t n_embd = hp.n_embd, q_rows = hp.n_head * hp.head_dim_k, kv_rows = hp.n_head_kv * hp.head_dim_k;
+    const uint64_t v_rows = hp.n_head_kv * hp.head_dim_v;
+    Weights w;
+    w.token_embd = loader.load("token_embd.weight", {n_embd, hp.n_vocab});
+    w.output_norm = loader.load("output_norm.weight", {n_embd});
+    w.output = loader.load_optional("output.weight", {n_embd, hp.n_vocab});
+    for (uint32_t il = 0; il < hp.n_layer; ++il) {
+        auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
+        const std::pair<std::string, uint32_t> qkv[] = {
+            {name("attn_q"), uint32_t(q_rows)}, {name("attn_k"), uint32_t(kv_rows)}, {name("attn_v"), uint32_t(v_rows)}};
+        const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate"), hp.n_ff}, {name("ffn_up"), hp.n_ff}};
+        w.layers.push_back({
+            .attn_norm = loader.load(name("attn_norm"), {n_embd}),
+            .attn_qkv = loader.load_group(qkv, hp.n_embd),
+            .attn_output = loader.load(name("attn_output"), {hp.n_head * hp.head_dim_v, n_embd}),
+            .ffn_norm = loader.load(name("ffn_norm"), {n_embd}),
+            .ffn_gate_up = loader.load_group(gate_up, hp.n_embd),
+            .ffn_down = loader.load(name("ffn_down"), {hp.n_ff, n_embd}),
+        });
+    }
+    std::vector<uint32_t> phases = ops::rope_phase_table(hp.rope);
+    w.rope_phases = device.allocator().create(phases.size() * 4, gpu::MemoryDomain::Device);
+    gpu::Transfer transfer(device);
+    transfer.upload(w.rope_phases, std::span<const uint32_t>(phases));
+    transfer.flush();
+    loader.finish();
+    return w;
+}
+
+class Llama final : public Model {
+public:
+    Llama(gpu::Device& device, const gguf::File& file, const std::string& arch, const LoadOptions& options)
+        : device_(device), hp_(read_hparams(file, arch)) {
+        refuse_unsupported(file);
+        w_ = load_weights(device, file, hp_, options);
+        info_ = {arch, std::string(file.get_string("general.name").value_or(file.name())), hp_.n_vocab,
+                 hp_.n_ctx_train, hp_.n_embd, hp_.n_layer, weight_bytes(file)};
+    }
+
+    const ModelInfo& info() const override { return info_; }
+
+    KvLayout kv_layout() const override {
+        return {std::vector<uint32_t>(hp_.n_layer, hp_.n_head_kv * hp_.head_dim_k),
+                std::vector<uint32_t>(hp_.n_layer, hp_.n_head_kv * hp_.head_dim_v)};
+    }
+
+    void build_forward(graph::Graph& g, const StepInputs& step, const KvCacheRegions& kv, graph::Region logits,
+                       ForwardShape shape) const override {
+        blocks::Builder b{g, device_, step, shape};
+        auto x = g.transient("inp_embd", uint64_t(shape.n_tokens) * hp_.n_embd * sizeof(float));
+        b.add("token_embd", ops::get_rows(device_, w_.token_embd.matrix(), b.range(step.ids), b.range(x), shape.n_tokens));
+        const blocks::AttentionSpec attention{
+            .config = {hp_.n_head, hp_.n_head_kv, hp_.head_dim_k, hp_.head_dim_v, 1.0f / std::sqrt(float(hp_.head_dim_k))},
+            .rope = hp_.rope,
+            .rope_phases = g.persistent("rope_phases", w_.rope_phases.range()),
+            .rms_eps = hp_.rms_eps,
+            .temperature_beta = hp_.attn_temperature_scale,
+            .temperature_length = hp_.attn_temperature_length,
+        };
+        for (uint32_t il = 0; il < hp_.n_layer; ++il) {
+            const LayerWeights& l = w_.layers[il];
+            // x += attn(norm(x)); x += ffn(norm(x))
+            blocks::attention_gqa(b, int(il), x, {l.attn_norm, l.attn_qkv, l.attn_output}, attention, kv.k[il], kv.v[il], kv);
+            blocks::ffn_glu(b, int(il), x, {l.ffn_norm, l.ffn_gate_up, l.ffn_down}, ops::Glu::SwiGlu, hp_.n_ff, hp_.rms_eps);
+        }
+        blocks::output_head(b, x, w_.output_norm, w_.output ? *w_.output : w_.token_embd, logits, hp_.rms_eps);
+    }
+
+private:
+    gpu::Device& device_;
+    Hparams hp_;
+    Weights w_;
+    ModelInfo info_;
+};
+
+}  // namespace
+
+std::unique_ptr<Model> make_llama(gpu::Device& device, const gguf::File& file, const std::string& arch,
+                                  const LoadOptions& options) {
+    return std::make_unique<Llama>(device, file, arch, options);
+}
+
+}  // namespace vkllm::model

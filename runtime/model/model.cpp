@@ -1,0 +1,34 @@
+#include "model/model.h"
+
+#include <utility>
+
+#include "core/error.h"
+#include "model/architectures.h"
+
+namespace vkllm::model {
+namespace {
+
+constexpr std::pair<std::string_view, MakeModel> architectures[] = {
+    {"llama", make_llama},
+    {"mistral3", make_llama},
+};
+
+}  // namespace
+
+uint64_t weight_bytes(const gguf::File& file) {
+    uint64_t total = 0;
+    for (const gguf::Tensor& tensor : file.tensors()) total += tensor.nbytes;
+    return total;
+}
+
+std::unique_ptr<Model> load_model(gpu::Device& device, const gguf::File& file, const LoadOptions& options) {
+    auto arch = file.get_string("general.architecture");
+    if (!arch) fail("{}: 'general.architecture' is missing; is this a model file?", file.name());
+    for (auto [name, make] : architectures)
+        if (name == *arch) return make(device, file, std::string(*arch), options);
+    std::string known;
+    for (auto [name, make] : architectures) known += (known.empty() ? "" : ", ") + std::string(name);
+    fail("{}: architecture '{}' is not supported (vkllm runs: {})", file.name(), gguf::printable(*arch), known);
+}
+
+}  // namespace vkllm::model

@@ -1,0 +1,58 @@
+#pragma once
+// A conversation with a model: its KV cache, the step inputs, the logits, and the baked graphs.
+// Each token replays the same recorded graph; only the step inputs (ids, positions) change.
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "graph/baked.h"
+#include "model/model.h"
+
+namespace vkllm::model {
+
+struct SessionOptions {
+    uint32_t n_ctx = 0;  // tokens the KV cache holds; 0: the model's training context, at most 4096
+    ops::KvType kv_type = ops::KvType::F16;
+};
+
+// Bytes of a KV cache for n_ctx tokens.
+uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, ops::KvType type);
+// Memory vkllm may plan to use on the device: its device-local heaps, or the host's RAM for a CPU
+// device (lavapipe reports a heap far smaller than what it can allocate).
+uint64_t memory_budget(const gpu::Capabilities& caps);
+
+class Session {
+public:
+    Session(gpu::Device& device, const Model& model, SessionOptions options = {});
+    ~Session();
+
+    // Runs the tokens at positions n_past() onward and returns the logits after the last one
+    // (n_vocab floats, valid until the next call). With all_logits, appends every token's logits.
+    // Throws vkllm::Error, before running anything, when they would overrun the context.
+    std::span<const float> eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
+
+    uint32_t n_past() const { return n_past_; }
+    uint32_t n_ctx() const { return n_ctx_; }
+    // Keeps the first n tokens of the cache (multi-turn reuse); later tokens overwrite the rest.
+    void truncate(uint32_t n);
+
+    uint64_t kv_bytes() const;
+    // Stats of the one-token graph every decode step replays.
+    const graph::GraphStats& decode_stats();
+    void dump_decode_graph(std::ostream& out);
+
+private:
+    gpu::Device& device_;
+    const Model& model_;
+    uint32_t n_ctx_, n_past_ = 0, n_vocab_;
+    ops::KvType kv_type_;
+    gpu::Buffer ids_, positions_, logits_;
+    std::vector<gpu::Buffer> k_cache_, v_cache_;
+    std::unique_ptr<graph::BakedGraph> decode_;
+
+    graph::BakedGraph& decode_graph();
+};
+
+}  // namespace vkllm::model

@@ -1,0 +1,82 @@
+#include "model/weights.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+
+namespace vkllm::model {
+
+uint64_t WeightGroup::bytes() const {
+    uint64_t total = 0;
+    for (const Weight& part : parts) total += part.bytes();
+    return total;
+}
+
+WeightLoader::WeightLoader(gpu::Device& device, const gguf::File& file, Progress progress)
+    : device_(device), file_(file), transfer_(device), progress_(std::move(progress)) {
+    for (const gguf::Tensor& tensor : file.tensors()) bytes_total_ += tensor.nbytes;
+}
+
+const gguf::Tensor& WeightLoader::checked(std::string_view name, std::initializer_list<uint64_t> shape) const {
+    const gguf::Tensor& tensor = file_.tensor(name);
+    file_.require_supported(tensor);
+    std::array<uint64_t, 4> expected = {1, 1, 1, 1};
+    std::copy(shape.begin(), shape.end(), expected.begin());
+    if (tensor.ne != expected) {
+        std::string want;
+        for (uint64_t dim : shape) want += (want.empty() ? "" : " x ") + std::to_string(dim);
+        fail("{}: tensor '{}' has shape {}, expected {}", file_.name(), std::string(name), tensor.shape_string(), want);
+    }
+    return tensor;
+}
+
+Weight WeightLoader::upload(std::string name, std::span<const gguf::Tensor* const> tensors) {
+    const gguf::Tensor& first = *tensors.front();
+    Weight weight{std::move(name), first.type, 0, uint32_t(first.ne[0]), {}};
+    uint64_t bytes = 0;
+    for (const gguf::Tensor* tensor : tensors) {
+        weight.rows += uint32_t(tensor->n_rows());
+        bytes += tensor->nbytes;
+    }
+    weight.buffer = device_.allocator().create(bytes, gpu::MemoryDomain::Device, first.row_bytes());
+    uint64_t offset = 0;
+    for (const gguf::Tensor* tensor : tensors) {
+        transfer_.upload(weight.buffer, offset, tensor->data);
+        offset += tensor->nbytes;
+        bytes_loaded_ += tensor->nbytes;
+        if (progress_) progress_(bytes_loaded_, bytes_total_);
+    }
+    return weight;
+}
+
+Weight WeightLoader::load(std::string_view name, std::initializer_list<uint64_t> shape) {
+    const gguf::Tensor* tensor = &checked(name, shape);
+    return upload(std::string(name), std::span(&tensor, 1));
+}
+
+std::optional<Weight> WeightLoader::load_optional(std::string_view name, std::initializer_list<uint64_t> shape) {
+    if (!has(name)) return std::nullopt;
+    return load(name, shape);
+}
+
+WeightGroup WeightLoader::load_group(std::span<const std::pair<std::string, uint32_t>> members, uint32_t cols) {
+    WeightGroup group;
+    std::vector<const gguf::Tensor*> tensors;
+    for (const auto& [name, rows] : members) {
+        tensors.push_back(&checked(name, {cols, rows}));
+    }
+    // Consecutive members of one type share a weight: a Q4_K_M file fuses Q and K, keeps V apart.
+    for (size_t first = 0; first < tensors.size();) {
+        size_t last = first + 1;
+        while (last < tensors.size() && tensors[last]->type == tensors[first]->type) ++last;
+        std::string name;
+        for (size_t i = first; i < last; ++i) name += (name.empty() ? "" : "+") + members[i].first;
+        group.parts.push_back(upload(name, std::span(tensors).subspan(first, last - first)));
+        first = last;
+    }
+    return group;
+}
+
+void WeightLoader::finish() { transfer_.flush(); }
+
+}  // namespace vkllm::model

@@ -1,0 +1,67 @@
+#pragma once
+// Weights on the GPU, kept in their GGUF types. The loader checks each tensor's shape and type by
+// name before uploading it, and fuses tensors multiplied by the same input (Q/K/V, gate/up) into
+// one weight when they share a type, so one matvec reads them all.
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gguf/reader.h"
+#include "gpu/device.h"
+#include "gpu/memory.h"
+#include "gpu/transfer.h"
+#include "ops/matvec.h"
+
+namespace vkllm::model {
+
+// A weight on the GPU: `rows` rows of `cols` values (ggml ne[0] = cols) in `type`'s blocks, split
+// into bindable segments at row boundaries.
+struct Weight {
+    std::string name;
+    gguf::GgmlType type = gguf::GgmlType::F32;
+    uint32_t rows = 0, cols = 0;
+    gpu::Buffer buffer;
+
+    ops::WeightMatrix matrix() const { return {type, rows, cols, &buffer}; }
+    uint64_t bytes() const { return buffer.size(); }
+    const gpu::BufferRange& range() const { return buffer.range(); }  // small weights (norms)
+};
+
+// Q/K/V or gate/up: one fused weight, or the parts when their types differ (a Q4_K_M file keeps
+// attn_v in Q6_K); never requantized.
+struct WeightGroup {
+    std::vector<Weight> parts;  // one when fused
+    uint64_t bytes() const;
+};
+
+class WeightLoader {
+public:
+    using Progress = std::function<void(uint64_t done, uint64_t total)>;
+    WeightLoader(gpu::Device& device, const gguf::File& file, Progress progress = {});
+
+    bool has(std::string_view name) const { return file_.find_tensor(name) != nullptr; }
+    // `shape` in ggml order (ne[0] first); a 1-D shape is a vector (one row).
+    Weight load(std::string_view name, std::initializer_list<uint64_t> shape);
+    std::optional<Weight> load_optional(std::string_view name, std::initializer_list<uint64_t> shape);
+    // Tensors of equal cols whose outputs are concatenated: each {name, rows}.
+    WeightGroup load_group(std::span<const std::pair<std::string, uint32_t>> members, uint32_t cols);
+    // Uploads are complete after this.
+    void finish();
+
+    uint64_t bytes_loaded() const { return bytes_loaded_; }
+
+private:
+    gpu::Device& device_;
+    const gguf::File& file_;
+    gpu::Transfer transfer_;
+    Progress progress_;
+    uint64_t bytes_total_ = 0, bytes_loaded_ = 0;
+
+    const gguf::Tensor& checked(std::string_view name, std::initializer_list<uint64_t> shape) const;
+    Weight upload(std::string name, std::span<const gguf::Tensor* const> tensors);
+};
+
+}  // namespace vkllm::model
