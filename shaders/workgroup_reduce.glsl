@@ -2,7 +2,6 @@
 // shared memory. Every invocation of the workgroup must call them (they contain barriers), and each
 // gets the same result, summed or compared in the same order.
 #extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_KHR_shader_subgroup_shuffle : require
 
 // 1024 invocations (the most any device allows) in subgroups of 8 (the smallest we meet: lavapipe).
 const uint REDUCE_MAX_SUBGROUPS = 128;
@@ -35,16 +34,12 @@ bool ranks_before(float value, uint index, float other_value, uint other_index) 
     return value > other_value || (value == other_value && index < other_index);
 }
 
-// The first of the workgroup's (value, index) candidates in that order.
+// The first of the workgroup's (value, index) candidates in that order: the largest value, then the
+// lowest index holding it (subgroup arithmetic only, which every device vkllm runs on has).
 void workgroup_best(inout float value, inout uint index) {
-    for (uint mask = 1; mask < gl_SubgroupSize; mask <<= 1) {
-        float other_value = subgroupShuffleXor(value, mask);
-        uint other_index = subgroupShuffleXor(index, mask);
-        if (ranks_before(other_value, other_index, value, index)) {
-            value = other_value;
-            index = other_index;
-        }
-    }
+    const float subgroup_value = subgroupMax(value);
+    index = subgroupMin(value == subgroup_value ? index : 0xFFFFFFFFu);
+    value = subgroup_value;
     if (subgroupElect()) {
         reduce_values[gl_SubgroupID] = value;
         reduce_indices[gl_SubgroupID] = index;
