@@ -98,6 +98,7 @@ public:
     // comes from the first part, tensors from all.
     static File open(const std::filesystem::path& path);
     // Parses a file image held in memory (the fuzzer's path); `name` stands for the file in errors.
+    // A part of a split model is read on its own.
     static File from_bytes(std::vector<std::byte> bytes, std::string name = "<memory>");
 
     File(File&&) noexcept;
