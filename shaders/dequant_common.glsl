@@ -4,15 +4,14 @@
 // A weight type's include defines how a row is cut into units of 32 elements (one unit = 8 runs of 4
 // consecutive elements) and decodes one unit into
 //   q[8]            the runs' quantized values, exact small integers (or the raw F16/F32/BF16 values)
-//   scale_bias[g]   per scale group g of 8 / SCALE_GROUPS consecutive runs: value = q * x + y
+//   scale_bias[g]   per scale group g of 8 / SCALE_GROUPS consecutive runs:
+//                   value = q * scale_bias[g].x + scale_bias[g].y
 // so matvec can factor the scales out of its dot products and matmul can write values into a tile.
 #extension GL_EXT_control_flow_attributes : require
 #ifdef F16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
-#define QFLOAT float16_t
 #define QVEC4 f16vec4
 #else
-#define QFLOAT float
 #define QVEC4 vec4
 #endif
 

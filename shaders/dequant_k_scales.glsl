@@ -3,8 +3,9 @@
 
 uint k_scale_byte(uvec4 header, uint index) { return (header[1 + (index >> 2)] >> (8 * (index & 3u))) & 0xFFu; }
 
-// (d * scale, -dmin * min) of sub-block j (0..7).
-vec2 k_scale_bias(uvec4 header, uint j, vec2 d_dmin) {
+// (d * scale, -dmin * min + centre * d * scale) of sub-block j (0..7), for quants decoded as
+// q - centre (centred quants keep the dot products small, so less cancels against the bias term).
+vec2 k_scale_bias(uvec4 header, uint j, vec2 d_dmin, float centre) {
     uint scale, min_;
     if (j < 4) {
         scale = k_scale_byte(header, j) & 63u;
@@ -13,5 +14,6 @@ vec2 k_scale_bias(uvec4 header, uint j, vec2 d_dmin) {
         scale = (k_scale_byte(header, j + 4) & 0xFu) | ((k_scale_byte(header, j - 4) >> 6) << 4);
         min_ = (k_scale_byte(header, j + 4) >> 4) | ((k_scale_byte(header, j) >> 6) << 4);
     }
-    return vec2(d_dmin.x * float(scale), -d_dmin.y * float(min_));
+    const float d_scale = d_dmin.x * float(scale);
+    return vec2(d_scale, fma(centre, d_scale, -d_dmin.y * float(min_)));
 }

@@ -1,5 +1,6 @@
 // Q4_1: { half d; half m; uint8 qs[16]; } (20 bytes, 4-byte aligned), value = nibble * d + m
-// (model-notes.md A.4). One unit is the whole block.
+// (model-notes.md A.4). One unit is the whole block. Decoded as (nibble - 8) * d + (m + 8d): centred
+// quants keep the dot products small, so less cancels against the bias term.
 #include "dequant_common.glsl"
 
 const bool DENSE = false;
@@ -17,8 +18,9 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     uint word = block_byte >> 2;
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         uint qs = weight_u32[word + 1 + i];
-        q[i] = QVEC4(low_nibbles(qs));
-        q[i + 4] = QVEC4(high_nibbles(qs));
+        q[i] = QVEC4(ivec4(low_nibbles(qs)) - 8);
+        q[i + 4] = QVEC4(ivec4(high_nibbles(qs)) - 8);
     }
-    scale_bias[0] = unpackHalf2x16(weight_u32[word]);
+    vec2 d_m = unpackHalf2x16(weight_u32[word]);
+    scale_bias[0] = vec2(d_m.x, fma(8.0, d_m.x, d_m.y));
 }

@@ -1,5 +1,6 @@
 // Q5_1: { half d; half m; uint8 qh[4]; uint8 qs[16]; } (24 bytes, 8-byte aligned),
 // value = (nibble | fifth bit << 4) * d + m (model-notes.md A.4). One unit is the whole block.
+// Decoded as (q - 16) * d + (m + 16d): centred quants keep the dot products small.
 #include "dequant_common.glsl"
 
 const bool DENSE = false;
@@ -21,8 +22,9 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     uvec2 qs01 = weight_u32x2[(block_byte >> 3) + 1], qs23 = weight_u32x2[(block_byte >> 3) + 2];
     uvec4 qs = uvec4(qs01, qs23);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        q[i] = QVEC4(low_nibbles(qs[i]) | fifth_bits(header.y, 4 * i));
-        q[i + 4] = QVEC4(high_nibbles(qs[i]) | fifth_bits(header.y, 16 + 4 * i));
+        q[i] = QVEC4(ivec4(low_nibbles(qs[i]) | fifth_bits(header.y, 4 * i)) - 16);
+        q[i + 4] = QVEC4(ivec4(high_nibbles(qs[i]) | fifth_bits(header.y, 16 + 4 * i)) - 16);
     }
-    scale_bias[0] = unpackHalf2x16(header.x);
+    vec2 d_m = unpackHalf2x16(header.x);
+    scale_bias[0] = vec2(d_m.x, fma(16.0, d_m.x, d_m.y));
 }

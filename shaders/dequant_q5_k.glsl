@@ -23,10 +23,10 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     uvec4 qh = weight_u32x4[(block_byte + 16 + half_offset) >> 4];
     uvec4 qs = weight_u32x4[(block_byte + 48 + 32 * chunk + half_offset) >> 4];
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        q[i] = QVEC4(low_nibbles(qs[i]) | (byte_bits(qh[i], 2 * chunk) << 4));
-        q[i + 4] = QVEC4(high_nibbles(qs[i]) | (byte_bits(qh[i], 2 * chunk + 1) << 4));
+        q[i] = QVEC4(ivec4(low_nibbles(qs[i]) | (byte_bits(qh[i], 2 * chunk) << 4)) - 16);
+        q[i + 4] = QVEC4(ivec4(high_nibbles(qs[i]) | (byte_bits(qh[i], 2 * chunk + 1) << 4)) - 16);
     }
     vec2 d_dmin = unpackHalf2x16(header.x);
-    scale_bias[0] = k_scale_bias(header, 2 * chunk, d_dmin);
-    scale_bias[1] = k_scale_bias(header, 2 * chunk + 1, d_dmin);
+    scale_bias[0] = k_scale_bias(header, 2 * chunk, d_dmin, 16.0);
+    scale_bias[1] = k_scale_bias(header, 2 * chunk + 1, d_dmin, 16.0);
 }

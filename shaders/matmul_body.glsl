@@ -1,12 +1,14 @@
 // Matrix-matrix product Y = W X (prefill): y[t][row] = sum_k W[row][k] x[t][k] for n_tokens token
-// vectors, or Y += W X with ACCUMULATE (the residual add fused in). Included after a
+// vectors, or Y += W X with p.accumulate (the residual add fused in). Included after a
 // dequant_<type>.glsl. Bindings: 0 weights (one split segment), 1 x [n_tokens][cols],
 // 2 y [n_tokens][rows].
 //
 // A workgroup computes a TILE_ROWS x TILE_TOKENS tile of Y, each invocation TM x TN of it. Per step
 // along k, the workgroup decodes one 32-element unit of each tile row into shared memory, stages the
-// matching x values beside it, and every invocation accumulates its outputs from the two tiles. Only
-// the step loop runs per unit of k, so a 16384-column row takes 512 iterations (lavapipe's loop cap).
+// matching x values beside it, and every invocation accumulates its outputs from the two tiles.
+// A dispatch covers units unit_begin .. unit_end - 1 of k: the host splits long rows over several
+// dispatches (the later ones accumulating), as a step costs about 13 loop iterations and lavapipe
+// stops loops silently past ~21k per invocation.
 #include "params.h"
 
 const uint TM = 4;  // rows per invocation
@@ -17,7 +19,6 @@ const uint TILE_STRIDE = UNIT_RUNS + 1;  // vec4s per tile line, padded against 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint TILE_ROWS = 64;    // a multiple of TM
 layout(constant_id = 4) const uint TILE_TOKENS = 64;  // a multiple of TN
-layout(constant_id = 5) const bool ACCUMULATE = false;
 
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
@@ -61,18 +62,18 @@ void main() {
     const uint row_lanes = TILE_ROWS / TM, token_lanes = TILE_TOKENS / TN;
     const uint lane_row = gl_LocalInvocationID.x % row_lanes, lane_token = gl_LocalInvocationID.x / row_lanes;
     const uint first_row = gl_WorkGroupID.x * TILE_ROWS, first_token = gl_WorkGroupID.y * TILE_TOKENS;
-    const uint units = (p.cols + UNIT_ELEMS - 1) / UNIT_ELEMS;
 
     float acc[TM][TN];
     [[unroll]] for (uint i = 0; i < TM; ++i)
         [[unroll]] for (uint j = 0; j < TN; ++j) acc[i][j] = 0.0;
 
-    for (uint u = 0; u < units; ++u) {
+    for (uint u = p.unit_begin; u < p.unit_end; ++u) {
         const uint runs = DENSE ? min(UNIT_RUNS, (p.cols - u * UNIT_ELEMS) / 4) : UNIT_RUNS;
         stage_weights(first_row, u, runs);
         stage_inputs(first_token, u, runs);
         barrier();
-        [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
+        // Not unrolled: lavapipe compiles the unrolled loop 3x slower, and GPU compilers unroll it anyway.
+        for (uint r = 0; r < UNIT_RUNS; ++r) {
             QVEC4 w[TM], x[TN];
             [[unroll]] for (uint i = 0; i < TM; ++i) w[i] = tile_w[(lane_row + i * row_lanes) * TILE_STRIDE + r];
             [[unroll]] for (uint j = 0; j < TN; ++j) x[j] = tile_x[(lane_token + j * token_lanes) * TILE_STRIDE + r];
@@ -88,7 +89,9 @@ void main() {
             const uint row = first_row + lane_row + i * row_lanes;
             if (token < p.n_tokens && row < p.row_count) {
                 const uint index = token * p.rows + p.row_offset + row;
-                y[index] = ACCUMULATE ? y[index] + acc[i][j] : acc[i][j];
+                float value = acc[i][j];
+                if (p.accumulate != 0u) value += y[index];
+                y[index] = value;
             }
         }
     }

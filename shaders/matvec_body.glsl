@@ -1,4 +1,4 @@
-// Matrix-vector product y = W x (decode), or y += W x with ACCUMULATE (the residual add fused in).
+// Matrix-vector product y = W x (decode), or y += W x with p.accumulate (the residual add fused in).
 // Included after a dequant_<type>.glsl. Bindings: 0 weights (one split segment), 1 x, 2 y.
 //
 // A team of THREADS_PER_ROW lanes shares ROWS_PER_TEAM rows: lane l takes units l, l + T, ... of
@@ -15,7 +15,6 @@ const uint MAX_ROWS_PER_TEAM = 4;
 layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint THREADS_PER_ROW = 32;  // 1 or a multiple of the subgroup size
 layout(constant_id = 4) const uint ROWS_PER_TEAM = 1;     // 1..MAX_ROWS_PER_TEAM
-layout(constant_id = 5) const bool ACCUMULATE = false;
 
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
@@ -30,10 +29,12 @@ float unit_dot(QVEC4 q[UNIT_RUNS], vec2 scale_bias[SCALE_GROUPS], QVEC4 xs[UNIT_
     const uint runs_per_group = UNIT_RUNS / SCALE_GROUPS;
     float sum = 0.0;
     [[unroll]] for (uint g = 0; g < SCALE_GROUPS; ++g) {
-        QFLOAT group_dot = QFLOAT(0);
+        // Each 4-term dot in the variant's precision; longer sums in fp32, which keeps fp16 rounding
+        // to one dot's worth.
+        float group_dot = 0.0;
         [[unroll]] for (uint k = 0; k < runs_per_group; ++k)
-            group_dot += dot(q[g * runs_per_group + k], xs[g * runs_per_group + k]);
-        sum += scale_bias[g].x * float(group_dot);
+            group_dot += float(dot(q[g * runs_per_group + k], xs[g * runs_per_group + k]));
+        sum += scale_bias[g].x * group_dot;
         if (HAS_BIAS) sum += scale_bias[g].y * xsum[g];
     }
     return sum;
@@ -109,7 +110,9 @@ void main() {
     [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
         if (r < ROWS_PER_TEAM && first_row + r < p.row_count) {
             const uint index = p.row_offset + first_row + r;
-            y[index] = ACCUMULATE ? y[index] + acc[r] : acc[r];
+            float value = acc[r];
+            if (p.accumulate != 0u) value += y[index];
+            y[index] = value;
         }
     }
 }

@@ -103,21 +103,33 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
 // ---- matvec / matmul (engineer "matmul"): y = W x with W [rows][cols] in ggml order. ----
 // A weight split into segments is one dispatch per segment; the segment holds rows
 // row_offset .. row_offset + row_count - 1 of W and is bound as the weight binding.
+// accumulate = 1: y += W x (the residual add fused in); a flag rather than a specialization, so one
+// compiled pipeline serves both (lavapipe compiles each pipeline for up to a second).
 // matvec: x [cols], y [rows].
 VKLLM_PARAMS_STRUCT(MatvecParams) {
     uint cols;
     uint row_count;
     uint row_offset;
-} VKLLM_PARAMS_END(MatvecParams, 12);
+    uint accumulate;
+} VKLLM_PARAMS_END(MatvecParams, 16);
 
-// matmul: x [n_tokens][cols], y [n_tokens][rows] (each token's vector contiguous, as ggml_mul_mat).
+// matmul: x [n_tokens][cols], y [n_tokens][rows] (each token's vector contiguous, as ggml_mul_mat);
+// sums over the 32-column units unit_begin .. unit_end - 1 of k (long rows take several dispatches).
 VKLLM_PARAMS_STRUCT(MatmulParams) {
     uint cols;
     uint rows;
     uint row_count;
     uint row_offset;
     uint n_tokens;
-} VKLLM_PARAMS_END(MatmulParams, 20);
+    uint unit_begin;
+    uint unit_end;
+    uint accumulate;
+} VKLLM_PARAMS_END(MatmulParams, 32);
+
+// bench_read (vkllm bench-ops): reads `count` uvec4s.
+VKLLM_PARAMS_STRUCT(BenchReadParams) {
+    uint count;
+} VKLLM_PARAMS_END(BenchReadParams, 4);
 
 #ifdef __cplusplus
 }  // namespace vkllm::params

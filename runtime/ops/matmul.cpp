@@ -1,5 +1,7 @@
 #include "ops/matmul.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "gpu/capabilities.h"
 #include "gpu/device.h"
@@ -12,6 +14,9 @@ namespace {
 
 constexpr uint32_t outputs_per_lane = 4;  // TM and TN in shaders/matmul_body.glsl
 constexpr uint32_t tile_line_bytes = 9 * 16;  // TILE_STRIDE vec4s of fp32
+// Units of 32 columns one dispatch sums over. A unit costs each invocation about 13 loop iterations
+// and lavapipe stops loops silently past ~21k, so longer rows take several dispatches.
+constexpr uint32_t max_units_per_dispatch = 768;
 
 uint32_t workgroup_size(const MatmulConfig& config) {
     return config.tile_rows / outputs_per_lane * (config.tile_tokens / outputs_per_lane);
@@ -62,22 +67,28 @@ std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weigh
 
     const gpu::Pipeline& pipeline = device.pipelines().get(
         matmul_pipeline_name(weights.type, launch.float16),
-        {{0, workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}, {5, accumulate}});
+        {{0, workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
+    const uint32_t units = (weights.cols + weight_unit_elems - 1) / weight_unit_elems;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
-        gpu::Dispatch& dispatch = dispatches.emplace_back();
-        dispatch.pipeline = &pipeline;
-        dispatch.bindings = {{segment.range, gpu::Access::Read},
-                             {x, gpu::Access::Read},
-                             {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write}};
-        dispatch.params(params::MatmulParams{.cols = weights.cols, .rows = weights.rows,
-                                             .row_count = segment.row_count, .row_offset = segment.row_offset,
-                                             .n_tokens = n_tokens});
-        dispatch.groups = {(segment.row_count + launch.tile_rows - 1) / launch.tile_rows, token_groups, 1};
-        if (dispatch.groups[0] > caps.max_workgroup_count[0] || dispatch.groups[1] > caps.max_workgroup_count[1])
-            fail("matmul: {} x {} workgroups exceed the device's dispatch limits", dispatch.groups[0],
-                 dispatch.groups[1]);
+        const uint32_t row_groups = (segment.row_count + launch.tile_rows - 1) / launch.tile_rows;
+        if (row_groups > caps.max_workgroup_count[0] || token_groups > caps.max_workgroup_count[1])
+            fail("matmul: {} x {} workgroups exceed the device's dispatch limits", row_groups, token_groups);
+        // Each piece of k after the first adds to what the previous ones wrote.
+        for (uint32_t unit_begin = 0; unit_begin < units; unit_begin += max_units_per_dispatch) {
+            const bool add = accumulate || unit_begin > 0;
+            gpu::Dispatch& dispatch = dispatches.emplace_back();
+            dispatch.pipeline = &pipeline;
+            dispatch.bindings = {{segment.range, gpu::Access::Read},
+                                 {x, gpu::Access::Read},
+                                 {y, add ? gpu::Access::ReadWrite : gpu::Access::Write}};
+            dispatch.params(params::MatmulParams{
+                .cols = weights.cols, .rows = weights.rows, .row_count = segment.row_count,
+                .row_offset = segment.row_offset, .n_tokens = n_tokens, .unit_begin = unit_begin,
+                .unit_end = std::min(units, unit_begin + max_units_per_dispatch), .accumulate = add});
+            dispatch.groups = {row_groups, token_groups, 1};
+        }
     }
     return dispatches;
 }

@@ -23,8 +23,9 @@ struct MatmulConfig {
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type);
 std::string matmul_pipeline_name(gguf::GgmlType type, bool float16);
 
-// One dispatch per weight segment computing y = W x (y += W x with accumulate) for n_tokens vectors.
-// A config (for tests and benchmarks) replaces the device's default.
+// The dispatches computing y = W x (y += W x with accumulate) for n_tokens vectors: one per weight
+// segment and per 24576 columns (longer rows are summed in pieces, in order, so they must run in
+// order). A config (for tests and benchmarks) replaces the device's default.
 std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
                                   const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
                                   std::optional<MatmulConfig> config = std::nullopt);

@@ -135,7 +135,7 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
 
     const gpu::Pipeline& pipeline = device.pipelines().get(
         matvec_pipeline_name(weights.type, launch.float16),
-        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}, {5, accumulate}});
+        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
@@ -145,7 +145,7 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
                              {x, gpu::Access::Read},
                              {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write}};
         dispatch.params(params::MatvecParams{.cols = weights.cols, .row_count = segment.row_count,
-                                             .row_offset = segment.row_offset});
+                                             .row_offset = segment.row_offset, .accumulate = accumulate});
         dispatch.groups = group_grid((segment.row_count + rows_per_group - 1) / rows_per_group, caps);
     }
     return dispatches;

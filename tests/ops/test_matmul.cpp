@@ -1,0 +1,95 @@
+// matmul (prefill) on the GPU against the f64 reference, for every weight type: odd row and token
+// counts (partial tiles), every tile shape, fp16 and fp32 arithmetic, long rows, 16384+ rows, split
+// weight buffers, and the fused residual add.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+
+#include "gpu_fixture.h"
+#include "ops/ref/matmul_ref.h"
+#include "weight_fixture.h"
+
+using namespace vkllm;
+
+namespace {
+
+struct MatmulCase {
+    gguf::GgmlType type;
+    uint32_t rows, cols, n_tokens;
+    bool accumulate = false;
+    std::optional<ops::MatmulConfig> config = std::nullopt;
+};
+
+uint64_t case_seed(const MatmulCase& c) {
+    return test::base_seed() ^ (uint64_t(c.type) << 56) ^ (uint64_t(c.rows) << 36) ^ (uint64_t(c.cols) << 12) ^
+           c.n_tokens;
+}
+
+void check_matmul(gpu::Device& device, gpu::Transfer& transfer, const MatmulCase& c) {
+    const uint64_t seed = case_seed(c);
+    test::HostWeights weights = test::random_weights(c.type, c.rows, c.cols, seed);
+    std::vector<float> x = test::random_floats(size_t(c.n_tokens) * c.cols, seed + 1);
+    std::vector<float> y0 = test::random_floats(size_t(c.n_tokens) * c.rows, seed + 2);
+    std::vector<float> want = y0;
+    ref::matmul(c.type, weights.blocks, c.rows, c.cols, x, c.n_tokens, want, c.accumulate);
+    gpu::Buffer weight_buffer = test::upload_weights(device, transfer, weights);
+    std::vector<float> got =
+        test::gpu_matmul(device, transfer, weights, weight_buffer, x, y0, c.n_tokens, c.accumulate, c.config);
+
+    const ops::MatmulConfig used = c.config.value_or(ops::matmul_config(device.caps(), c.type));
+    const double error = test::relative_error(got, want);
+    INFO(fmt::format("{} {} x {} by {} tokens{} seed {}: tile {} x {}, {}, {} segments: relative error {:.3g}",
+                     gguf::type_name(c.type), c.rows, c.cols, c.n_tokens, c.accumulate ? " accumulate" : "", seed,
+                     used.tile_rows, used.tile_tokens, used.float16 ? "fp16" : "fp32",
+                     weight_buffer.segments().size(), error));
+    CHECK(error <= (used.float16 ? test::f16_tolerance : test::f32_tolerance));
+}
+
+}  // namespace
+
+TEST_CASE("matmul matches the reference for every weight type, partial tiles included") {
+    for (gguf::GgmlType type : test::weight_types) {
+        const uint32_t g = test::column_granularity(type);
+        // rows of one block; a single row; odd row and token counts; dense rows ending inside a unit
+        for (MatmulCase c : {MatmulCase{type, 64, g, 4}, MatmulCase{type, 1, 5 * g, 40},
+                             MatmulCase{type, 37, 3 * g, 5, true}, MatmulCase{type, 70, g == 4 ? 100 : 2 * g, 33}})
+            check_matmul(test::device(), test::transfer(), c);
+    }
+}
+
+TEST_CASE("matmul gives the same result for every tile shape, fp16 and fp32 arithmetic") {
+    const gpu::Capabilities& caps = test::device().caps();
+    const std::vector<ops::MatmulConfig> tiles = {{.tile_rows = 16, .tile_tokens = 16},
+                                                  {.tile_rows = 64, .tile_tokens = 32},
+                                                  {.tile_rows = 32, .tile_tokens = 64}};
+    // Tiles do not depend on the block format: a K-quant and a 2-byte aligned type stand for the rest.
+    for (gguf::GgmlType type : {gguf::GgmlType::Q4_K, gguf::GgmlType::Q8_0}) {
+        const uint32_t g = test::column_granularity(type);
+        for (size_t i = 0; i < tiles.size(); ++i) {
+            ops::MatmulConfig config = tiles[i];
+            config.float16 = i != 1 && ops::matmul_config(caps, type).float16;
+            check_matmul(test::device(), test::transfer(), {type, 45, g == 4 ? 68 : g, 19, i == 1, config});
+        }
+    }
+}
+
+TEST_CASE("matmul over rows of 16384+ columns and over 16384+ rows") {
+    for (gguf::GgmlType type : {gguf::GgmlType::BF16, gguf::GgmlType::Q5_0, gguf::GgmlType::Q6_K}) {
+        check_matmul(test::device(), test::transfer(), {type, 5, 16384 + 256, 3});
+        check_matmul(test::device(), test::transfer(), {type, 16411, test::column_granularity(type), 2, true});
+    }
+    // 40960 columns are 1280 units: more than one dispatch may loop over on lavapipe, so the op sums
+    // the row in two dispatches.
+    check_matmul(test::device(), test::transfer(), {gguf::GgmlType::Q4_0, 5, 40960, 3});
+    check_matmul(test::device(), test::transfer(), {gguf::GgmlType::Q4_K, 6, 40960, 2, true});
+}
+
+TEST_CASE("matmul over a weight buffer split into segments, one dispatch each") {
+    setenv("VKLLM_MAX_BUFFER_RANGE", "4000", 1);
+    gpu::Device device(test::instance());
+    unsetenv("VKLLM_MAX_BUFFER_RANGE");
+    gpu::Transfer transfer(device);
+    // Single bindings hold at most 4000 bytes here, so x and y stay small.
+    check_matmul(device, transfer, {gguf::GgmlType::Q5_0, 120, 64, 7});
+    check_matmul(device, transfer, {gguf::GgmlType::Q5_K, 50, 256, 3, true});
+}

@@ -1,0 +1,79 @@
+#include "weight_fixture.h"
+
+#include <cstdio>
+
+#include "core/env.h"
+#include "gguf/quants.h"
+#include "gpu_fixture.h"
+
+namespace vkllm::test {
+
+namespace {
+
+gpu::Buffer upload_floats(gpu::Device& device, gpu::Transfer& transfer, std::span<const float> values) {
+    gpu::Buffer buffer = device.allocator().create(values.size_bytes(), gpu::MemoryDomain::Device);
+    transfer.upload(buffer, values);
+    transfer.flush();
+    return buffer;
+}
+
+std::vector<float> run(gpu::Device& device, gpu::Transfer& transfer, std::span<const float> x,
+                       std::span<const float> y0, auto make_dispatches) {
+    gpu::Buffer x_buffer = upload_floats(device, transfer, x), y_buffer = upload_floats(device, transfer, y0);
+    gpu::Commands commands(device);
+    for (const gpu::Dispatch& dispatch : make_dispatches(x_buffer.range(), y_buffer.range())) commands.record(dispatch);
+    commands.submit_and_wait();
+    std::vector<float> y(y0.size());
+    transfer.readback(y_buffer, std::span(y));
+    return y;
+}
+
+}  // namespace
+
+uint32_t column_granularity(gguf::GgmlType type) {
+    return gguf::block_size(type) == 1 ? 4 : gguf::block_size(type);
+}
+
+uint64_t base_seed() {
+    static const uint64_t seed = [] {
+        auto text = env::get("VKLLM_TEST_SEED");
+        uint64_t value = text ? std::stoull(*text) : 20261122;
+        std::printf("matvec/matmul tests: base seed %llu (set VKLLM_TEST_SEED to change it)\n",
+                    (unsigned long long)value);
+        return value;
+    }();
+    return seed;
+}
+
+HostWeights random_weights(gguf::GgmlType type, uint32_t rows, uint32_t cols, uint64_t seed) {
+    std::vector<float> values = random_floats(size_t(rows) * cols, seed);
+    return {type, rows, cols, gguf::quantize(type, values)};
+}
+
+gpu::Buffer upload_weights(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights) {
+    gpu::Buffer buffer = device.allocator().create(weights.blocks.size(), gpu::MemoryDomain::Device,
+                                                   ops::weight_row_bytes(weights.type, weights.cols));
+    transfer.upload(buffer, 0, std::span<const std::byte>(weights.blocks));
+    transfer.flush();
+    return buffer;
+}
+
+std::vector<float> gpu_matvec(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
+                              const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
+                              bool accumulate, std::optional<ops::MatvecConfig> config) {
+    const ops::WeightMatrix matrix{weights.type, weights.rows, weights.cols, &weight_buffer};
+    return run(device, transfer, x, y0, [&](const gpu::BufferRange& x_range, const gpu::BufferRange& y_range) {
+        return ops::matvec(device, matrix, x_range, y_range, accumulate, config);
+    });
+}
+
+std::vector<float> gpu_matmul(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
+                              const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
+                              uint32_t n_tokens, bool accumulate, std::optional<ops::MatmulConfig> config) {
+    const ops::WeightMatrix matrix{weights.type, weights.rows, weights.cols, &weight_buffer};
+    return run(device, transfer, x, y0, [&](const gpu::BufferRange& x_range, const gpu::BufferRange& y_range) {
+        return ops::matmul(device, matrix, x_range, y_range, n_tokens, accumulate, config);
+    });
+}
+
+}  // namespace vkllm::test
