@@ -71,7 +71,7 @@ void main() {
     if (key0 > keys.y || key0 + int(CHUNK) <= keys.x) return;
 
     for (uint i = tid; i < HEADS * HEAD_DIM_K / 4; i += CHUNK)
-        q_tile[i] = q4[(token * p.n_head + head0) * (HEAD_DIM_K / 4) + i];
+        q_tile[i] = q4[(token * p.q_stride + head0 * HEAD_DIM_K) / 4 + i];
     barrier();
     float logit[HEADS], chunk_max[HEADS], chunk_sum[HEADS];
     key_logits(key0, keys, kv_head, logit);

@@ -67,7 +67,7 @@ bool row_active(uint r) { return row_keys[r].x <= row_keys[r].y; }
 void load_queries(uint token0, uint head) {
     for (uint i = gl_LocalInvocationID.x; i < ROWS * HEAD_DIM_K / 4; i += THREADS) {
         const uint token = token0 + i / (HEAD_DIM_K / 4);
-        const vec4 q = token < p.n_tokens ? q4[(token * p.n_head + head) * (HEAD_DIM_K / 4) + i % (HEAD_DIM_K / 4)] : vec4(0.0);
+        const vec4 q = token < p.n_tokens ? q4[(token * p.q_stride + head * HEAD_DIM_K) / 4 + i % (HEAD_DIM_K / 4)] : vec4(0.0);
         q_tile[i] = TILE_VEC4(q);
     }
 }

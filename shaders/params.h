@@ -85,10 +85,12 @@ VKLLM_PARAMS_STRUCT(KvWriteParams) {
     uint n_cells;
 } VKLLM_PARAMS_END(KvWriteParams, 16);
 
-// Attention of q [n_tokens][n_head][head_dim_k] over a cache of n_cells cells. Decode splits the keys
-// into n_chunks workgroups; prefill runs passes over keys key_begin .. key_end - 1.
+// Attention of q (n_tokens rows of q_stride floats, each starting with n_head heads of head_dim_k)
+// over a cache of n_cells cells. Decode splits the keys into n_chunks workgroups; prefill runs passes
+// over keys key_begin .. key_end - 1.
 VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint n_tokens;
+    uint q_stride;  // a multiple of 4
     uint n_head;
     uint n_head_kv;
     uint n_cells;
@@ -98,7 +100,7 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint n_swa;  // 0: no sliding window
     float scale;
     float softcap;  // 0: off
-} VKLLM_PARAMS_END(AttentionParams, 40);
+} VKLLM_PARAMS_END(AttentionParams, 44);
 
 // ---- matvec / matmul (engineer "matmul"): y = W x with W [rows][cols] in ggml order. ----
 // A weight split into segments is one dispatch per segment; the segment holds rows

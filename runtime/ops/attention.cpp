@@ -26,7 +26,11 @@ void check(const AttentionConfig& config, const AttentionShape& shape, const Att
     const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
     if (shape.kv_type == KvType::Q8_0 && (k_row % kv_q8_block != 0 || v_row % kv_q8_block != 0))
         fail("{}: q8_0 cache rows of {} and {} values are not whole blocks of 32", op, k_row, v_row);
-    const uint64_t q_bytes = uint64_t(shape.n_tokens) * config.n_head * config.head_dim_k * 4;
+    const uint32_t q_row = config.n_head * config.head_dim_k;
+    const uint32_t q_stride = shape.q_stride ? shape.q_stride : q_row;
+    if (q_stride < q_row || q_stride % 4 != 0)
+        fail("{}: queries {} floats apart: at least {} and a multiple of 4", op, q_stride, q_row);
+    const uint64_t q_bytes = (uint64_t(shape.n_tokens) - 1) * q_stride * 4 + uint64_t(q_row) * 4;
     const uint64_t out_bytes = uint64_t(shape.n_tokens) * config.n_head * config.head_dim_v * 4;
     if (shape.n_tokens == 0 || shape.n_cells == 0 || buffers.q.size < q_bytes || buffers.out.size < out_bytes ||
         buffers.positions.size < uint64_t(shape.n_tokens) * 4 ||
@@ -65,7 +69,9 @@ uint32_t decode_heads(const gpu::Capabilities& caps, const AttentionConfig& conf
 
 params::AttentionParams attention_params(const AttentionConfig& config, const AttentionShape& shape,
                                          uint32_t n_chunks, uint32_t key_begin, uint32_t key_end) {
-    return {.n_tokens = shape.n_tokens, .n_head = config.n_head, .n_head_kv = config.n_head_kv,
+    return {.n_tokens = shape.n_tokens,
+            .q_stride = shape.q_stride ? shape.q_stride : config.n_head * config.head_dim_k,
+            .n_head = config.n_head, .n_head_kv = config.n_head_kv,
             .n_cells = shape.n_cells, .n_chunks = n_chunks, .key_begin = key_begin, .key_end = key_end,
             .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap};
 }

@@ -19,9 +19,11 @@ struct AttentionShape {
     uint32_t n_tokens = 0;  // queries
     uint32_t n_cells = 0;   // cells of the cache
     KvType kv_type = KvType::F16;
+    uint32_t q_stride = 0;  // floats between tokens' queries, a multiple of 4 (0: n_head * head_dim_k),
+                            // so q can be read in place from a fused QKV projection
 };
 
-// The buffers: q f32 [n_tokens][n_head][head_dim_k]; caches as kv_write fills them; positions int32
+// The buffers: q f32 [n_tokens] rows of q_stride floats, each starting with [n_head][head_dim_k]; caches as kv_write fills them; positions int32
 // [n_tokens]; out f32 [n_tokens][n_head][head_dim_v]; scratch of the op's scratch_bytes.
 struct AttentionBuffers {
     gpu::BufferRange q, k_cache, v_cache, positions, out, scratch;

@@ -28,6 +28,7 @@ struct AttentionCase {
     ops::KvType kv_type;
     uint32_t n_cells;
     std::vector<int32_t> positions;  // one query per position
+    uint32_t q_stride = 0;           // queries read in place from rows this long (fused QKV)
 };
 
 // Caches of n_cells random rows written by the reference, and the queries.
@@ -59,11 +60,15 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed) {
     const ops::AttentionConfig& config = c.config;
     const AttentionInputs inputs = random_inputs(c, seed);
     const uint32_t n_tokens = uint32_t(c.positions.size());
-    const ops::AttentionShape shape{.n_tokens = n_tokens, .n_cells = c.n_cells, .kv_type = c.kv_type};
+    const ops::AttentionShape shape{.n_tokens = n_tokens, .n_cells = c.n_cells, .kv_type = c.kv_type,
+                                    .q_stride = c.q_stride};
     const uint64_t scratch_bytes = prefill ? ops::attention_prefill_scratch_bytes(config, shape)
                                            : ops::attention_decode_scratch_bytes(config, shape);
     const size_t out_count = size_t(n_tokens) * config.n_head * config.head_dim_v;
-    gpu::Buffer q = test::upload(inputs.q), k = test::upload_bytes(inputs.k_cache), v = test::upload_bytes(inputs.v_cache);
+    const uint32_t q_row = config.n_head * config.head_dim_k, q_stride = c.q_stride ? c.q_stride : q_row;
+    std::vector<float> strided_q(size_t(n_tokens) * q_stride, 1e4f);  // large values between rows must not leak in
+    for (uint32_t t = 0; t < n_tokens; ++t) std::copy_n(&inputs.q[size_t(t) * q_row], q_row, &strided_q[size_t(t) * q_stride]);
+    gpu::Buffer q = test::upload(strided_q), k = test::upload_bytes(inputs.k_cache), v = test::upload_bytes(inputs.v_cache);
     gpu::Buffer positions = test::upload_values(std::span(c.positions)), scratch = test::zero_buffer(scratch_bytes);
     gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));  // every output must be written
     const ops::AttentionBuffers buffers{q.range(), k.range(), v.range(), positions.range(), out.range(), scratch.range()};
@@ -95,7 +100,7 @@ TEST_CASE("attention decode: GQA, f16 and q8_0 caches, sliding window, softcap, 
         {"long q8_0 window", {.n_head = 4, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128,
                               .n_swa = 4096}, ops::KvType::Q8_0, 9000, {8999}},
         {"few tokens softcap", {.n_head = 4, .n_head_kv = 4, .head_dim_k = 64, .head_dim_v = 64, .scale = scale_64,
-                                .softcap = 3.0f}, ops::KvType::F16, 300, {0, 130, 299}},
+                                .softcap = 3.0f}, ops::KvType::F16, 300, {0, 130, 299}, 4 * 64 + 2 * 4 * 64},
         {"head 96 q8_0", {.n_head = 6, .n_head_kv = 2, .head_dim_k = 96, .head_dim_v = 96, .scale = 0.1f},
          ops::KvType::Q8_0, 257, {255, 256}},
         {"k 192 v 128", {.n_head = 16, .n_head_kv = 1, .head_dim_k = 192, .head_dim_v = 128, .scale = 0.07f,
@@ -109,7 +114,7 @@ TEST_CASE("attention prefill: causal batches, windows across passes, 8192+ and 3
     const float scale_128 = 1.0f / std::sqrt(128.0f);
     const AttentionCase cases[] = {
         {"prompt f16", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128},
-         ops::KvType::F16, 80, consecutive(0, 70)},
+         ops::KvType::F16, 80, consecutive(0, 70), 8 * 128 + 2 * 2 * 128},
         {"q8_0 window", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
                          .n_swa = 37}, ops::KvType::Q8_0, 5100, consecutive(5000, 33)},
         {"long f16 softcap", {.n_head = 4, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128,
