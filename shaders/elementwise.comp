@@ -2,6 +2,7 @@
 // Elementwise ops, one pipeline each (model-notes.md C.0):
 //   ADD     y = a + b[i % b_n]           (a residual, or a bias repeated over rows)
 //   SCALE   y = x * factor
+//   SOFTCAP y = factor * tanh(x / factor)  (final logit softcapping), tanh(u) = 1 - 2 / (e^2u + 1)
 //   SWIGLU  y = silu(gate) * up          silu(z) = z / (1 + e^-z)
 //   GEGLU   y = gelu_tanh(gate) * up     0.5 z (1 + tanh(u)) written as z / (1 + e^(-2u)): no inf/inf
 // Each invocation handles 4 consecutive elements, with vec4 loads when the sizes allow. The output may
@@ -14,7 +15,7 @@ layout(local_size_x_id = 0) in;
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
 layout(std430, binding = 0) readonly buffer A4 { vec4 a4[]; };
-#ifdef SCALE
+#if defined(SCALE) || defined(SOFTCAP)
 #define Y_BINDING 1
 #else
 layout(std430, binding = 1) readonly buffer B { float b[]; };
@@ -30,6 +31,8 @@ vec4 apply(vec4 first, vec4 second) {
     return first + second;
 #elif defined(SCALE)
     return first * p.factor;
+#elif defined(SOFTCAP)
+    return p.factor * (1.0 - 2.0 / (exp(2.0 * first / p.factor) + 1.0));
 #elif defined(SWIGLU)
     return first / (1.0 + exp(-first)) * second;
 #elif defined(GEGLU)
@@ -42,7 +45,7 @@ vec4 apply(vec4 first, vec4 second) {
 float second_operand(uint i) {
 #if defined(ADD)
     return b[i % p.b_n];
-#elif defined(SCALE)
+#elif defined(SCALE) || defined(SOFTCAP)
     return 0.0;
 #else
     return b[i];
@@ -60,7 +63,7 @@ void main() {
     if (wide) {
 #if defined(ADD)
         y4[i4] = apply(a4[i4], b4[i4 % (p.b_n / 4)]);
-#elif defined(SCALE)
+#elif defined(SCALE) || defined(SOFTCAP)
         y4[i4] = apply(a4[i4], vec4(0.0));
 #else
         y4[i4] = apply(a4[i4], b4[i4]);

@@ -44,6 +44,12 @@ gpu::Dispatch scale(gpu::Device& device, const gpu::BufferRange& x, const gpu::B
     return elementwise(device, "scale", {{x, n}}, y, {.n = n, .b_n = 0, .factor = factor});
 }
 
+gpu::Dispatch softcap(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
+                      float cap) {
+    if (!(cap > 0.0f)) fail("softcap: a cap of {} (must be positive)", cap);
+    return elementwise(device, "softcap", {{x, n}}, y, {.n = n, .b_n = 0, .factor = cap});
+}
+
 gpu::Dispatch glu(gpu::Device& device, Glu kind, const gpu::BufferRange& gate, const gpu::BufferRange& up,
                   const gpu::BufferRange& y, uint32_t n) {
     return elementwise(device, kind == Glu::SwiGlu ? "swiglu" : "geglu", {{gate, n}, {up, n}}, y,

@@ -12,6 +12,9 @@ gpu::Dispatch add(gpu::Device& device, const gpu::BufferRange& a, const gpu::Buf
                   const gpu::BufferRange& y, uint32_t n, uint32_t b_n);
 gpu::Dispatch scale(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
                     float factor);
+// y = cap * tanh(x / cap): Gemma's final logit softcapping.
+gpu::Dispatch softcap(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
+                      float cap);
 
 enum class Glu { SwiGlu, GeGlu };  // silu(gate) * up, gelu_tanh(gate) * up
 gpu::Dispatch glu(gpu::Device& device, Glu kind, const gpu::BufferRange& gate, const gpu::BufferRange& up,

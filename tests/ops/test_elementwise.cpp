@@ -23,7 +23,7 @@ TEST_CASE("add: residuals and repeated biases, sizes on and off multiples of 4, 
     }
 }
 
-TEST_CASE("scale, SwiGLU and GeGLU, saturated inputs included") {
+TEST_CASE("scale, softcap, SwiGLU and GeGLU, saturated inputs included") {
     const uint64_t seed = test::base_seed() + 500;
     for (uint32_t n : {1001u, 11011u, 8u}) {
         CAPTURE(n);
@@ -37,6 +37,9 @@ TEST_CASE("scale, SwiGLU and GeGLU, saturated inputs included") {
         ref::scale(gate, 0.125f, want);
         test::run(ops::scale(test::device(), gate_buffer.range(), y.range(), n, 0.125f));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "scale");
+        ref::softcap(gate, 30.0f, want);
+        test::run(ops::softcap(test::device(), gate_buffer.range(), y.range(), n, 30.0f));
+        test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "softcap");
         ref::swiglu(gate, up, want);
         test::run(ops::glu(test::device(), ops::Glu::SwiGlu, gate_buffer.range(), up_buffer.range(), y.range(), n));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "swiglu");

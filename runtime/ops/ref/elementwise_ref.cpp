@@ -13,6 +13,10 @@ void scale(std::span<const float> x, float factor, std::span<float> y) {
     for (size_t i = 0; i < x.size(); ++i) y[i] = x[i] * factor;
 }
 
+void softcap(std::span<const float> x, float cap, std::span<float> y) {
+    for (size_t i = 0; i < x.size(); ++i) y[i] = float(cap * std::tanh(double(x[i]) / cap));
+}
+
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> y) {
     for (size_t i = 0; i < gate.size(); ++i) {
         double z = gate[i];

@@ -8,6 +8,8 @@ namespace vkllm::ref {
 // y[i] = a[i] + b[i % b.size()]: a bias or a residual (b.size() == a.size()).
 void add(std::span<const float> a, std::span<const float> b, std::span<float> y);
 void scale(std::span<const float> x, float factor, std::span<float> y);
+// y = cap * tanh(x / cap).
+void softcap(std::span<const float> x, float cap, std::span<float> y);
 
 // y = silu(gate) * up, silu(z) = z / (1 + e^-z).
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> y);
