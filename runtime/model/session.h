@@ -33,6 +33,9 @@ public:
     // Throws vkllm::Error, before running anything, when they would overrun the context.
     std::span<const float> eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
 
+    // Bakes the graphs (creating their pipelines) now rather than on the first eval.
+    void prepare() { decode_graph(); }
+
     uint32_t n_past() const { return n_past_; }
     uint32_t n_ctx() const { return n_ctx_; }
     // Keeps the first n tokens of the cache (multi-turn reuse); later tokens overwrite the rest.

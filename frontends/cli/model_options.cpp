@@ -1,0 +1,141 @@
+#include "model_options.h"
+
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace vkllm::cli {
+
+uint32_t parse_count(std::string_view option, std::string_view value) {
+    uint32_t number = 0;
+    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
+    if (error != std::errc() || end != value.data() + value.size())
+        fail("{} expects a non-negative whole number, not '{}'", option, value);
+    return number;
+}
+
+float parse_float(std::string_view option, std::string_view value) {
+    std::string text(value);
+    char* end = nullptr;
+    float number = std::strtof(text.c_str(), &end);
+    if (text.empty() || *end != '\0') fail("{} expects a number, not '{}'", option, value);
+    return number;
+}
+
+bool ModelOptions::parse(Args args, size_t& i) {
+    std::string_view arg = args[i];
+    bool has_value = i + 1 < args.size();
+    if (arg == "--verbose") return verbose = true;
+    if (!has_value) return false;
+    std::string_view value = args[i + 1];
+    if (arg == "-m" || arg == "--model") model_path = value;
+    else if (arg == "-c" || arg == "--ctx-size") n_ctx = parse_count(arg, value);
+    else if (arg == "--device") device = std::string(value);
+    else if (arg == "--dump-graph") dump_graph_path = value;
+    else if (arg == "--stats-json") stats_json_path = value;
+    else if (arg == "--kv-type") {
+        if (value == "f16") kv_type = ops::KvType::F16;
+        else if (value == "q8_0") kv_type = ops::KvType::Q8_0;
+        else fail("--kv-type must be f16 or q8_0, not '{}'", value);
+    } else {
+        return false;
+    }
+    ++i;
+    return true;
+}
+
+bool SamplingOptions::parse(Args args, size_t& i) {
+    if (i + 1 >= args.size()) return false;
+    std::string_view arg = args[i], value = args[i + 1];
+    if (arg == "--temp") params.temperature = parse_float(arg, value);
+    else if (arg == "--top-k") params.top_k = int(parse_count(arg, value));
+    else if (arg == "--top-p") params.top_p = parse_float(arg, value);
+    else if (arg == "--min-p") params.min_p = parse_float(arg, value);
+    else if (arg == "--repeat-penalty") params.repeat_penalty = parse_float(arg, value);
+    else if (arg == "--seed") params.seed = parse_count(arg, value);
+    else return false;
+    ++i;
+    return true;
+}
+
+namespace {
+
+model::LoadOptions load_options() {
+    // One progress line, rewritten in place, and only on a terminal.
+    if (!isatty(fileno(stderr))) return {};
+    return {[last = -1](uint64_t done, uint64_t total) mutable {
+        int percent = total ? int(100 * done / total) : 100;
+        if (percent == last) return;
+        last = percent;
+        std::fprintf(stderr, "\rloading weights: %3d%%%s", percent, percent == 100 ? "\n" : "");
+    }};
+}
+
+void check_memory(const LoadedModel& loaded, const ModelOptions& options, const gguf::File& file) {
+    uint64_t weights = model::weight_bytes(file);
+    uint64_t budget = model::memory_budget(loaded.device.caps());
+    if (weights > budget)
+        fail("{}: the weights need {} MiB but '{}' has {} MiB; they are {} MiB short", options.model_path,
+             weights >> 20, loaded.device.caps().name, budget >> 20, (weights - budget) >> 20);
+}
+
+}  // namespace
+
+LoadedModel::LoadedModel(const ModelOptions& options)
+    : instance(),
+      device(instance, options.device),
+      file(gguf::File::open(options.model_path)),
+      tokenizer(tokenizer::from_gguf(file)) {
+    check_memory(*this, options, file);
+    auto started = std::chrono::steady_clock::now();
+    model = model::load_model(device, file, load_options());
+    model::SessionOptions session_options{options.n_ctx, options.kv_type};
+    uint32_t n_ctx = options.n_ctx ? options.n_ctx : std::min(model->info().n_ctx_train, 4096u);
+    uint64_t kv = model::kv_cache_bytes(model->kv_layout(), n_ctx, options.kv_type);
+    uint64_t budget = model::memory_budget(device.caps()), weights = model->info().weight_bytes;
+    if (weights + kv > budget)
+        fail("the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has; lower -c",
+             weights >> 20, n_ctx, kv >> 20, (weights + kv - budget) >> 20, device.caps().name);
+    session = std::make_unique<model::Session>(device, *model, session_options);
+    session->prepare();
+    if (options.verbose) {
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        std::fprintf(stderr, "model: %s (%s), %u layers, vocabulary %u; weights %.1f MiB loaded in %.2f s on %s\n",
+                     model->info().name.c_str(), model->info().arch.c_str(), model->info().n_layer,
+                     model->info().n_vocab, weights / 1048576.0, seconds, device.caps().name.c_str());
+        std::fprintf(stderr, "KV cache: %u tokens, %.2f MiB (%s)\n", session->n_ctx(), session->kv_bytes() / 1048576.0,
+                     options.kv_type == ops::KvType::F16 ? "f16" : "q8_0");
+    }
+}
+
+void write_reports(const ModelOptions& options, LoadedModel& loaded) {
+    if (!options.dump_graph_path.empty()) {
+        std::ofstream out(options.dump_graph_path);
+        loaded.session->dump_decode_graph(out);
+        if (!out) fail("cannot write {}", options.dump_graph_path);
+    }
+    if (!options.stats_json_path.empty()) {
+        const graph::GraphStats& s = loaded.session->decode_stats();
+        nlohmann::json json = {
+            {"decode_graph",
+             {{"passes", s.passes}, {"dispatches", s.dispatches}, {"barriers", s.barriers},
+              {"transient_bytes", s.transient_bytes}, {"transient_bytes_aliased", s.transient_bytes_aliased},
+              {"weight_bytes", s.weight_bytes}, {"recordings", s.recordings}, {"replays", s.replays},
+              {"record_ms", s.record_ms}, {"submit_ms", s.submit_ms}}},
+            {"graphs_recorded", s.recordings},
+            {"replays", s.replays},
+            {"kv_cache_bytes", loaded.session->kv_bytes()},
+        };
+        std::ofstream out(options.stats_json_path);
+        out << json.dump(2) << "\n";
+        if (!out) fail("cannot write {}", options.stats_json_path);
+    }
+}
+
+}  // namespace vkllm::cli

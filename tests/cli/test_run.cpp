@@ -1,0 +1,76 @@
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <algorithm>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "run_cli.h"
+
+using vkllm::test::run_cli;
+
+namespace {
+
+const std::filesystem::path shared = VKLLM_SHARED_DIR;
+
+std::string slurp(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+}  // namespace
+
+TEST_CASE("greedy decoding from BOS on stories260K prints the published text, replaying one recorded graph") {
+    auto model = shared / "testdata/models/stories260K.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    // The reference: 256 greedy steps after BOS, as llama2.c prints them.
+    std::string reference = slurp(shared / "testdata/models/stories260K.greedy256.derived.txt");
+    std::string expected = reference.substr(reference.find("text: ") + 6);
+    auto stats = std::filesystem::temp_directory_path() / "vkllm-run-stats.json";
+    auto result = run_cli("run -m " + model.string() + " -n 256 --temp 0 --stats-json " + stats.string());
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.out == expected);
+    CHECK(result.err.find("tok/s") != std::string::npos);
+    auto json = nlohmann::json::parse(slurp(stats));
+    CHECK(json["graphs_recorded"] == 1);
+    CHECK(json["replays"] == 256);  // BOS and every generated token but the last, through one graph
+    std::filesystem::remove(stats);
+}
+
+TEST_CASE("run refuses a prompt and generation longer than the context, with one line") {
+    auto model = shared / "testdata/models/stories260K.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    auto result = run_cli("run -m " + model.string() + " -p 'Once upon a time' -n 100 -c 16");
+    CHECK(result.exit_code == 1);
+    CHECK(result.err.find("exceed the context") != std::string::npos);
+}
+
+TEST_CASE("eval writes float32 logits of every position; bad input gives one line and exit code 1") {
+    auto dir = shared / "fixtures/llama_f32";
+    if (!std::filesystem::exists(dir)) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    auto out = std::filesystem::temp_directory_path() / "vkllm-eval-logits.f32";
+    auto result = run_cli("eval -m " + (dir / "model.gguf").string() + " --tokens 1,5,9 --logits-out " + out.string());
+    REQUIRE(result.exit_code == 0);
+    CHECK(std::filesystem::file_size(out) == 3 * 512 * sizeof(float));
+    std::filesystem::remove(out);
+
+    auto bad_token = run_cli("eval -m " + (dir / "model.gguf").string() + " --tokens 1,99999 --logits-out " + out.string());
+    CHECK(bad_token.exit_code == 1);
+    CHECK(bad_token.err.find("outside the vocabulary") != std::string::npos);
+    auto not_gguf = run_cli("eval -m " + (dir / "meta.json").string() + " --tokens 1 --logits-out " + out.string());
+    CHECK(not_gguf.exit_code == 1);
+    CHECK(std::count(not_gguf.err.begin(), not_gguf.err.end(), '\n') == 1);
+}
