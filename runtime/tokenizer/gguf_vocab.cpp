@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "gguf/reader.h"
+#include "tokenizer/tekken.h"
 #include "tokenizer/vocab.h"
 
 namespace vkllm::tokenizer {
@@ -94,6 +95,11 @@ Vocab from_gguf(const gguf::File& file) {
     vocab.chat_template = std::string(file.get_string("tokenizer.chat_template").value_or(""));
     detect_special_tokens(vocab);
     return vocab;
+}
+
+Vocab load_vocab(const std::filesystem::path& path) {
+    if (path.extension() == ".json") return vocab_from_tekken_json(path);
+    return from_gguf(gguf::File::open(path));
 }
 
 }  // namespace vkllm::tokenizer

@@ -90,8 +90,20 @@ private:
 
 }  // namespace
 
+// One session per stretch between characters that no token joins ('\n' in most vocabularies):
+// the same result as one session over the whole text, with a far smaller queue.
 void tokenize_spm(const TokenLookup& lookup, const Vocab& vocab, std::string_view text, std::vector<TokenId>& out) {
-    SpmSession(lookup, vocab, text).run(out);
+    size_t start = 0;
+    for (size_t at = 0; at < text.size();) {
+        const size_t length = std::min(utf8_length(uint8_t(text[at])), text.size() - at);
+        if (!lookup.joins(text.substr(at, length))) {
+            if (at > start) SpmSession(lookup, vocab, text.substr(start, at - start)).run(out);
+            SpmSession(lookup, vocab, text.substr(at, length)).run(out);
+            start = at + length;
+        }
+        at += length;
+    }
+    if (start < text.size()) SpmSession(lookup, vocab, text.substr(start)).run(out);
 }
 
 }  // namespace vkllm::tokenizer

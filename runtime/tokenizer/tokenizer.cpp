@@ -26,13 +26,6 @@ std::string replace_all(std::string_view text, std::string_view from, std::strin
     }
 }
 
-std::string merge_key(std::string_view left, std::string_view right) {
-    std::string key;
-    key.reserve(left.size() + right.size() + 1);
-    key.append(left).append(1, '\x1F').append(right);
-    return key;
-}
-
 // The special tokens (control, user-defined, unknown) in a byte trie, to find in one pass which
 // of them occur in a text at all before splitting in llama.cpp's longest-token-first order.
 class SpecialTrie {
@@ -83,41 +76,6 @@ struct Fragment {
 };
 
 }  // namespace
-
-TokenLookup::TokenLookup(const Vocab& vocab) : vocab_(vocab) {
-    ids_.reserve(vocab.size());
-    for (TokenId id = 0; id < TokenId(vocab.size()); ++id) {
-        const std::string& text = vocab.tokens[size_t(id)];
-        auto [it, inserted] = ids_.emplace(text, id);
-        if (!inserted)
-            fail("tokenizer: duplicate token '{}' has ids {} and {}", text, it->second, id);
-        max_length_ = std::max(max_length_, text.size());
-    }
-    merge_ranks_.reserve(vocab.merges.size());
-    for (size_t rank = 0; rank < vocab.merges.size(); ++rank) {
-        const std::string& merge = vocab.merges[rank];
-        const size_t space = merge.find(' ', 1);  // a token may itself start with a space
-        if (space == std::string::npos) continue;
-        merge_ranks_.try_emplace(merge_key(std::string_view(merge).substr(0, space),
-                                           std::string_view(merge).substr(space + 1)),
-                                 int(rank));
-    }
-}
-
-int TokenLookup::merge_rank(std::string_view left, std::string_view right) const {
-    auto it = merge_ranks_.find(merge_key(left, right));
-    return it == merge_ranks_.end() ? -1 : it->second;
-}
-
-TokenId TokenLookup::byte_token(uint8_t byte) const {
-    if (vocab_.model == Model::Spm) {
-        static constexpr char hex[] = "0123456789ABCDEF";
-        const char name[] = {'<', '0', 'x', hex[byte >> 4], hex[byte & 15], '>'};
-        if (TokenId id = find(std::string_view(name, sizeof name)); id != no_token) return id;
-        return find(std::string_view(reinterpret_cast<const char*>(&byte), 1));
-    }
-    return find(byte_to_unicode(byte));
-}
 
 struct Tokenizer::Impl {
     Vocab vocab;

@@ -3,6 +3,7 @@
 // token texts, scores, attributes, BPE merges, special ids and the add/clean flags, with every
 // model- and pre-type default already applied. Built from GGUF metadata or from tekken.json.
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -68,5 +69,8 @@ void detect_special_tokens(Vocab& vocab);
 // Reads tokenizer.ggml.* and tokenizer.chat_template. Throws a vkllm::Error naming the file and key
 // for a missing or mistyped key, an unknown model or pre-type, or an id outside the vocabulary.
 Vocab from_gguf(const gguf::File& file);
+
+// A model's vocabulary from a GGUF file, or from a tekken.json (by the ".json" extension).
+Vocab load_vocab(const std::filesystem::path& path);
 
 }  // namespace vkllm::tokenizer
