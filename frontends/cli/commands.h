@@ -9,5 +9,8 @@ using Args = std::span<const std::string_view>;  // the arguments after the subc
 
 int devices(Args args);
 int info(Args args);
+int tokenize(Args args);
+int detokenize(Args args);
+int chat_template(Args args);
 
 }  // namespace vkllm::cli

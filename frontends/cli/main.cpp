@@ -18,6 +18,9 @@ struct Command {
 constexpr Command commands[] = {
     {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
     {"info", vkllm::cli::info, "show a GGUF file's metadata and tensors"},
+    {"tokenize", vkllm::cli::tokenize, "token ids of a text (or a file's bytes) with a model's tokenizer"},
+    {"detokenize", vkllm::cli::detokenize, "the text of token ids"},
+    {"template", vkllm::cli::chat_template, "the prompt a model's chat template makes of a conversation"},
 };
 
 void print_usage() {
