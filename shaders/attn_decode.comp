@@ -7,10 +7,10 @@
 // loops over one key and a slice of the chunk.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "params.h"
 layout(local_size_x_id = 0) in;  // = CHUNK: one key per invocation for the scores
 #include "ops_common.glsl"
-#include "workgroup_reduce.glsl"
 #define K_BINDING 1
 #define V_BINDING 2
 #include "kv_cache.glsl"
@@ -32,6 +32,34 @@ layout(push_constant) uniform Push { AttentionParams p; };
 shared vec4 q_tile[HEADS * HEAD_DIM_K / 4];
 shared float probs[HEADS * CHUNK];
 shared vec4 slice_sums[KEY_SLICES * HEADS * DIM_THREADS];
+// Per head and subgroup (subgroups of 8 or more lanes), for the chunk's softmax statistics.
+shared float head_partials[HEADS * CHUNK / 8];
+
+// The chunk's max of each head's logits, then its sum of e^(logit - max): all heads reduced together,
+// so the workgroup meets at 2 barriers rather than 4 per head (barriers are costly on CPU devices).
+void chunk_softmax(float logit[HEADS], out float chunk_max[HEADS], out float prob[HEADS], out float chunk_sum[HEADS]) {
+    const uint subgroups = gl_NumSubgroups;
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) {
+        const float m = subgroupMax(logit[g]);
+        if (subgroupElect()) head_partials[g * subgroups + gl_SubgroupID] = m;
+    }
+    barrier();
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) {
+        chunk_max[g] = head_partials[g * subgroups];
+        for (uint i = 1; i < subgroups; ++i) chunk_max[g] = max(chunk_max[g], head_partials[g * subgroups + i]);
+        prob[g] = exp(logit[g] - chunk_max[g]);  // the max is finite: the chunk holds a visible key
+    }
+    barrier();
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) {
+        const float sum = subgroupAdd(prob[g]);
+        if (subgroupElect()) head_partials[g * subgroups + gl_SubgroupID] = sum;
+    }
+    barrier();
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) {
+        chunk_sum[g] = 0.0;
+        for (uint i = 0; i < subgroups; ++i) chunk_sum[g] += head_partials[g * subgroups + i];
+    }
+}
 
 // Logits of key key0 + tid (the invocation's key) for every head of the group; -inf where unseen.
 void key_logits(int key0, ivec2 keys, uint kv_head, out float logit[HEADS]) {
@@ -73,14 +101,10 @@ void main() {
     for (uint i = tid; i < HEADS * HEAD_DIM_K / 4; i += CHUNK)
         q_tile[i] = q4[(token * p.q_stride + head0 * HEAD_DIM_K) / 4 + i];
     barrier();
-    float logit[HEADS], chunk_max[HEADS], chunk_sum[HEADS];
+    float logit[HEADS], chunk_max[HEADS], prob[HEADS], chunk_sum[HEADS];
     key_logits(key0, keys, kv_head, logit);
-    [[unroll]] for (uint g = 0; g < HEADS; ++g) {
-        chunk_max[g] = workgroup_max(logit[g]);  // finite: the chunk holds a visible key
-        const float prob = exp(logit[g] - chunk_max[g]);
-        chunk_sum[g] = workgroup_sum(prob);
-        probs[g * CHUNK + tid] = prob;
-    }
+    chunk_softmax(logit, chunk_max, prob, chunk_sum);
+    [[unroll]] for (uint g = 0; g < HEADS; ++g) probs[g * CHUNK + tid] = prob[g];
     barrier();
 
     const uint dim4 = tid % DIM_THREADS, slice = tid / DIM_THREADS;

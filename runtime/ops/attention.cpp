@@ -61,7 +61,8 @@ uint64_t decode_partial_out_bytes(const AttentionConfig& config, const Attention
 // Query heads per decode workgroup: as many of a KV group as shared memory holds, up to 8.
 uint32_t decode_heads(const gpu::Capabilities& caps, const AttentionConfig& config, uint32_t chunk) {
     const uint32_t group = config.n_head / config.n_head_kv;
-    auto shared_bytes = [&](uint32_t h) { return uint64_t(h) * (config.head_dim_k * 4 + chunk * 4 + chunk * 16); };
+    // q_tile, probs, slice_sums and head_partials of shaders/attn_decode.comp
+    auto shared_bytes = [&](uint32_t h) { return uint64_t(h) * (config.head_dim_k * 4 + chunk * 4 + chunk * 16 + chunk / 2); };
     for (uint32_t heads = std::min(group, decode_max_heads); heads > 0; --heads)
         if (group % heads == 0 && shared_bytes(heads) + shared_reserve <= caps.max_shared_memory) return heads;
     fail("attention_decode: heads of {} dims do not fit in shared memory", config.head_dim_k);
