@@ -71,6 +71,20 @@ bool is_raw_tag(std::string_view content, std::string_view word) {
     return content.substr(begin, end - begin) == word;
 }
 
+// Start of the {% endraw %} tag that closes a {% raw %} block whose text begins at `from`.
+size_t find_endraw(std::string_view source, size_t from, const std::string& name, int line) {
+    for (size_t candidate = source.find("{%", from); candidate != std::string_view::npos;
+         candidate = source.find("{%", candidate + 2)) {
+        const size_t close = source.find("%}", candidate);
+        if (close == std::string_view::npos) break;
+        std::string_view inner = source.substr(candidate + 2, close - candidate - 2);
+        if (!inner.empty() && inner.front() == '-') inner.remove_prefix(1);
+        if (!inner.empty() && inner.back() == '-') inner.remove_suffix(1);
+        if (is_raw_tag(inner, "endraw")) return candidate;
+    }
+    fail("{}:{}: 'raw' is never closed by 'endraw'", name, line);
+}
+
 }  // namespace
 
 std::vector<Segment> split_segments(std::string_view source, const std::string& name) {
@@ -114,22 +128,10 @@ std::vector<Segment> split_segments(std::string_view source, const std::string& 
         line += count_lines(source.substr(open, end + 2 - open));
         at = end + 2;
         if (tag.kind == Segment::Kind::Block && is_raw_tag(tag.text, "raw")) {
-            // {% raw %}: everything up to {% endraw %} is text.
-            size_t search = at;
-            for (;;) {
-                const size_t candidate = source.find("{%", search);
-                if (candidate == std::string_view::npos) fail("{}:{}: 'raw' is never closed by 'endraw'", name, tag.line);
-                const size_t candidate_end = source.find("%}", candidate);
-                std::string_view inner = source.substr(candidate + 2, candidate_end == std::string_view::npos ? 0 : candidate_end - candidate - 2);
-                if (!inner.empty() && inner.front() == '-') inner.remove_prefix(1);
-                if (!inner.empty() && inner.back() == '-') inner.remove_suffix(1);
-                if (candidate_end != std::string_view::npos && is_raw_tag(inner, "endraw")) {
-                    add_text(source.substr(at, candidate - at));
-                    at = candidate_end + 2;
-                    break;
-                }
-                search = candidate + 2;
-            }
+            const size_t end_tag = find_endraw(source, at, name, tag.line);
+            add_text(source.substr(at, end_tag - at));
+            at = source.find("%}", end_tag) + 2;
+            line += count_lines(source.substr(end_tag, at - end_tag));
             continue;
         }
         segments.push_back(std::move(tag));

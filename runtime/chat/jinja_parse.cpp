@@ -174,6 +174,7 @@ private:
     }
 
     ExprPtr primary();
+    ExprPtr collection(int line);  // [a, b] or {k: v}
     ExprPtr postfix(ExprPtr value);
     ExprPtr filters_and_tests(ExprPtr value);
     void call_arguments(Expr& call);
@@ -238,28 +239,30 @@ ExprPtr ExprParser::primary() {
                 expect_op(")");
                 return tuple;
             }
-            if (is_op("[") || is_op("{")) {
-                const bool is_list = is_op("[");
-                next();
-                auto node = make(is_list ? Expr::Kind::List : Expr::Kind::Dict, line);
-                const std::string_view close = is_list ? "]" : "}";
-                while (!is_op(close)) {
-                    node->args.push_back(expression());
-                    if (!is_list) {
-                        expect_op(":");
-                        node->args.push_back(expression());
-                    }
-                    if (!is_op(",")) break;
-                    next();
-                }
-                expect_op(close);
-                return node;
-            }
+            if (is_op("[") || is_op("{")) return collection(line);
             break;
         }
         default: break;
     }
     error("expected a value");
+}
+
+ExprPtr ExprParser::collection(int line) {
+    const bool is_list = is_op("[");
+    next();
+    auto node = make(is_list ? Expr::Kind::List : Expr::Kind::Dict, line);
+    const std::string_view close = is_list ? "]" : "}";
+    while (!is_op(close)) {
+        node->args.push_back(expression());
+        if (!is_list) {
+            expect_op(":");
+            node->args.push_back(expression());
+        }
+        if (!is_op(",")) break;
+        next();
+    }
+    expect_op(close);
+    return node;
 }
 
 ExprPtr ExprParser::postfix(ExprPtr value) {

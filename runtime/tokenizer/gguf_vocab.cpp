@@ -1,5 +1,6 @@
 // Vocab from GGUF metadata, in the order llama.cpp's `llama_vocab::impl::load` reads it.
 #include <algorithm>
+#include <tuple>
 #include <utility>
 
 #include "core/error.h"
@@ -71,12 +72,11 @@ void read_special_ids(const gguf::File& file, Vocab& vocab) {
     if (auto value = file.get_bool("tokenizer.ggml.add_bos_token")) vocab.add_bos = *value;
     if (auto value = file.get_bool("tokenizer.ggml.add_eos_token")) vocab.add_eos = *value;
     if (auto value = file.get_bool("tokenizer.ggml.add_sep_token")) vocab.add_sep = *value;
-    const std::pair<bool, TokenId> required[] = {{vocab.add_bos, vocab.bos}, {vocab.add_eos, vocab.eos},
-                                                 {vocab.add_sep, vocab.sep}};
-    const char* names[] = {"add_bos_token", "add_eos_token", "add_sep_token"};
-    for (size_t i = 0; i < 3; ++i)
-        if (required[i].first && required[i].second == no_token)
-            fail("{}: tokenizer.ggml.{} is true but the vocabulary has no such token", file.name(), names[i]);
+    for (auto [wanted, id, key] : {std::tuple{vocab.add_bos, vocab.bos, "add_bos_token"},
+                                   std::tuple{vocab.add_eos, vocab.eos, "add_eos_token"},
+                                   std::tuple{vocab.add_sep, vocab.sep, "add_sep_token"}})
+        if (wanted && id == no_token)
+            fail("{}: tokenizer.ggml.{} is true but the vocabulary has no such token", file.name(), key);
 }
 
 }  // namespace

@@ -155,8 +155,9 @@ bool Tokenizer::is_eog(TokenId id) const {
 std::vector<TokenId> Tokenizer::tokenize(std::string_view text, bool add_special, bool parse_special) const {
     const Vocab& vocab = impl_->vocab;
     std::vector<TokenId> out;
+    // WordPiece always frames the text with BOS ([CLS]) and SEP, as llama.cpp does.
     const bool bos = add_special && (vocab.add_bos || vocab.model == Model::Wpm);
-    if (bos) out.push_back(vocab.bos);
+    if (bos && vocab.bos != no_token) out.push_back(vocab.bos);
     bool previous_special = true;  // SPM prefixes the first raw piece with a space too
     for (const Fragment& fragment : impl_->partition(text, parse_special)) {
         if (fragment.token != no_token) {
@@ -177,8 +178,8 @@ std::vector<TokenId> Tokenizer::tokenize(std::string_view text, bool add_special
         }
         previous_special = false;
     }
-    if (add_special && vocab.model == Model::Wpm) out.push_back(vocab.sep);
-    else if (add_special && vocab.add_eos) out.push_back(vocab.eos);
+    if (add_special && vocab.model == Model::Wpm && vocab.sep != no_token) out.push_back(vocab.sep);
+    else if (add_special && vocab.model != Model::Wpm && vocab.add_eos) out.push_back(vocab.eos);
     return out;
 }
 
