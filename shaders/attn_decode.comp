@@ -1,10 +1,11 @@
 #version 450
-// Attention for a few query tokens (decode), split over the keys (flash decoding): workgroup
-// (chunk, head group, token) takes keys chunk * CHUNK .. + CHUNK - 1 for HEADS query heads that share
-// one KV head, and writes its unnormalized output with its softmax max and sum; attn_combine merges
-// the chunks. The dispatch covers the whole cache; chunks no query key falls in exit at once, so the
-// recorded command buffer serves every position. Lavapipe's loop cap is never near: each invocation
-// loops over one key and a slice of the chunk.
+// Attention for a few query tokens (decode), split over the keys (flash decoding): a chunk is
+// CHUNK keys for HEADS query heads that share one KV head; its unnormalized output, softmax max and
+// sum go to a partial result that attn_combine merges. Workgroup (w, head group, token) takes the
+// query's visible chunks w, w + W, ... (W workgroups along x): the host dispatches one per chunk of
+// the whole cache on GPUs (most exit at once), and fewer, looping, on CPU devices, where each
+// workgroup has a sizable fixed cost. The recorded command buffer serves every position. Each
+// invocation loops over one key and a slice of a chunk per chunk, far below lavapipe's loop cap.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -90,17 +91,10 @@ void weighted_values(int key0, ivec2 keys, uint kv_head, uint slice, uint dim4, 
     }
 }
 
-void main() {
-    const uint chunk = gl_WorkGroupID.x, head0 = gl_WorkGroupID.y * HEADS, token = gl_WorkGroupID.z;
+// One chunk: its keys' logits, softmax statistics and weighted values, written as a partial result.
+void process_chunk(uint chunk, uint head0, uint token, uint kv_head, ivec2 keys) {
     const uint tid = gl_LocalInvocationID.x;
-    const uint kv_head = head0 / (p.n_head / p.n_head_kv);
-    const ivec2 keys = visible_keys(positions[token], p.n_swa, p.n_cells);
     const int key0 = int(chunk * CHUNK);
-    if (key0 > keys.y || key0 + int(CHUNK) <= keys.x) return;
-
-    for (uint i = tid; i < HEADS * HEAD_DIM_K / 4; i += CHUNK)
-        q_tile[i] = q4[(token * p.q_stride + head0 * HEAD_DIM_K) / 4 + i];
-    barrier();
     float logit[HEADS], chunk_max[HEADS], prob[HEADS], chunk_sum[HEADS];
     key_logits(key0, keys, kv_head, logit);
     chunk_softmax(logit, chunk_max, prob, chunk_sum);
@@ -120,4 +114,20 @@ void main() {
         partial_out4[partial * DIM_THREADS + dim4] = total;
         if (dim4 == 0) partial_stats[partial] = vec2(chunk_max[g], chunk_sum[g]);
     }
+}
+
+void main() {
+    const uint head0 = gl_WorkGroupID.y * HEADS, token = gl_WorkGroupID.z;
+    const uint kv_head = head0 / (p.n_head / p.n_head_kv);
+    const ivec2 keys = visible_keys(positions[token], p.n_swa, p.n_cells);
+    const uint first_chunk = uint(keys.x) / CHUNK;
+    if (keys.y < keys.x || gl_WorkGroupID.x > uint(keys.y) / CHUNK - first_chunk) return;  // uniform
+
+    for (uint i = gl_LocalInvocationID.x; i < HEADS * HEAD_DIM_K / 4; i += CHUNK)
+        q_tile[i] = q4[(token * p.q_stride + head0 * HEAD_DIM_K) / 4 + i];
+    barrier();
+    // Shared arrays are rewritten only after the barriers of the next chunk's softmax, by which time
+    // every invocation has finished reading them.
+    for (uint chunk = first_chunk + gl_WorkGroupID.x; chunk <= uint(keys.y) / CHUNK; chunk += gl_NumWorkGroups.x)
+        process_chunk(chunk, head0, token, kv_head, keys);
 }

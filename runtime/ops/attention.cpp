@@ -12,7 +12,10 @@ namespace vkllm::ops {
 namespace {
 
 constexpr uint32_t decode_max_heads = 8;      // query heads sharing one workgroup's K/V reads
-constexpr uint32_t decode_target_chunk = 128;  // keys per decode workgroup (one per invocation)
+constexpr uint32_t decode_target_chunk = 128;  // keys per decode chunk (one per invocation)
+// CPU devices pay a sizable fixed cost per workgroup: there, a few workgroups per head group loop
+// over the chunks, at most this many each (about 100 loop iterations per chunk and invocation).
+constexpr uint32_t cpu_decode_workgroups = 8, cpu_decode_max_chunks_per_workgroup = 64;
 constexpr uint32_t prefill_rows_per_thread = 4;
 constexpr uint32_t prefill_tiles_per_pass = 64;  // keeps each invocation's loops in the low thousands
 constexpr uint64_t shared_reserve = 1024;        // workgroup_reduce.glsl's scratch and small arrays
@@ -111,7 +114,8 @@ uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const Att
 }
 
 std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
-                                            const AttentionShape& shape, const AttentionBuffers& buffers) {
+                                            const AttentionShape& shape, const AttentionBuffers& buffers,
+                                            uint32_t chunk_workgroups) {
     check(config, shape, buffers, "attention_decode");
     if (buffers.scratch.size < attention_decode_scratch_bytes(config, shape))
         fail("attention_decode: scratch of {} bytes, {} needed", buffers.scratch.size,
@@ -134,7 +138,14 @@ std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const Attention
                       {buffers.v_cache, gpu::Access::Read},   {buffers.positions, gpu::Access::Read},
                       {partial_out, gpu::Access::Write},      {partial_stats, gpu::Access::Write}};
     split.params(params);
-    split.groups = {n_chunks, config.n_head / heads, shape.n_tokens};
+    uint32_t workgroups = n_chunks;
+    if (chunk_workgroups)
+        workgroups = std::min(n_chunks, chunk_workgroups);
+    else if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU)
+        workgroups = std::min(n_chunks, std::max(cpu_decode_workgroups,
+                                                 (n_chunks + cpu_decode_max_chunks_per_workgroup - 1) /
+                                                     cpu_decode_max_chunks_per_workgroup));
+    split.groups = {workgroups, config.n_head / heads, shape.n_tokens};
 
     gpu::Dispatch combine;
     combine.pipeline = &device.pipelines().get(

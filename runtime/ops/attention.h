@@ -30,8 +30,11 @@ struct AttentionBuffers {
 };
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
+// chunk_workgroups (0: the device's choice; tests set it) is how many workgroups per head group share
+// the chunks: one per chunk of the cache on GPUs, a few that loop on CPU devices.
 std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
-                                            const AttentionShape& shape, const AttentionBuffers& buffers);
+                                            const AttentionShape& shape, const AttentionBuffers& buffers,
+                                            uint32_t chunk_workgroups = 0);
 
 uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
 // key_limit (0: n_cells) bounds the keys the recorded passes cover, for a caller that knows no query

@@ -53,10 +53,12 @@ AttentionInputs random_inputs(const AttentionCase& c, uint64_t seed) {
     return inputs;
 }
 
-void check_attention(const AttentionCase& c, bool prefill, uint64_t seed) {
+// chunk_workgroups: decode's workgroups per head group (0: the device's choice).
+void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32_t chunk_workgroups = 0) {
     const std::string name = c.name;
     CAPTURE(name);
     CAPTURE(prefill);
+    CAPTURE(chunk_workgroups);
     const ops::AttentionConfig& config = c.config;
     const AttentionInputs inputs = random_inputs(c, seed);
     const uint32_t n_tokens = uint32_t(c.positions.size());
@@ -73,7 +75,7 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed) {
     gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));  // every output must be written
     const ops::AttentionBuffers buffers{q.range(), k.range(), v.range(), positions.range(), out.range(), scratch.range()};
     test::run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
-                      : ops::attention_decode(test::device(), config, shape, buffers));
+                      : ops::attention_decode(test::device(), config, shape, buffers, chunk_workgroups));
 
     const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
     std::vector<float> want(out_count);
@@ -107,7 +109,10 @@ TEST_CASE("attention decode: GQA, f16 and q8_0 caches, sliding window, softcap, 
                          .n_swa = 100}, ops::KvType::F16, 1000, {999, 50}},
     };
     uint64_t seed = test::base_seed() + 900;
-    for (const AttentionCase& c : cases) check_attention(c, false, seed++);
+    for (const AttentionCase& c : cases) {  // one workgroup per chunk (as on GPUs), and 3 that loop
+        check_attention(c, false, seed, UINT32_MAX);
+        check_attention(c, false, seed++, 3);
+    }
 }
 
 TEST_CASE("attention prefill: causal batches, windows across passes, 8192+ and 32k keys") {
