@@ -95,7 +95,7 @@ LoadedModel::LoadedModel(const ModelOptions& options)
     check_memory(*this, options, file);
     auto started = std::chrono::steady_clock::now();
     model = model::load_model(device, file, load_options());
-    model::SessionOptions session_options{options.n_ctx, options.kv_type};
+    model::SessionOptions session_options{.n_ctx = options.n_ctx, .kv_type = options.kv_type};
     uint32_t n_ctx = options.n_ctx ? options.n_ctx : std::min(model->info().n_ctx_train, 4096u);
     uint64_t kv = model::kv_cache_bytes(model->kv_layout(), n_ctx, options.kv_type);
     uint64_t budget = model::memory_budget(device.caps()), weights = model->info().weight_bytes;
@@ -128,8 +128,8 @@ void write_reports(const ModelOptions& options, LoadedModel& loaded) {
               {"transient_bytes", s.transient_bytes}, {"transient_bytes_aliased", s.transient_bytes_aliased},
               {"weight_bytes", s.weight_bytes}, {"recordings", s.recordings}, {"replays", s.replays},
               {"record_ms", s.record_ms}, {"submit_ms", s.submit_ms}}},
-            {"graphs_recorded", s.recordings},
-            {"replays", s.replays},
+            {"graphs_recorded", loaded.session->graphs_recorded()},
+            {"replays", loaded.session->replays()},
             {"kv_cache_bytes", loaded.session->kv_bytes()},
         };
         std::ofstream out(options.stats_json_path);

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "ops/attention.h"
+#include "ops/copy.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
 #include "ops/matvec.h"
@@ -35,13 +36,23 @@ void project(Builder& b, const std::string& name, const Weight& weights, graph::
 void project(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x, graph::Region y,
              bool accumulate) {
     if (weights.parts.size() == 1) return project(b, name, weights.parts[0], x, y, accumulate);
-    // Parts of different types write their rows of the one output in turn; for one token those
-    // rows are contiguous.
-    if (b.shape.n_tokens != 1) fail("{}: a projection of mixed weight types runs one token at a time", name);
-    uint64_t offset = 0;
+    // Parts of different types fill their columns of the one output in turn: directly for one token,
+    // through a block copy for many (each token's row interleaves the parts).
+    if (accumulate) fail("{}: accumulating a projection of mixed weight types is not supported", name);
+    const uint32_t n_tokens = b.shape.n_tokens;
+    uint32_t total = 0, offset = 0;
+    for (const Weight& part : weights.parts) total += part.rows;
     for (const Weight& part : weights.parts) {
-        project(b, fmt::format("{}[{}]", name, part.name), part, x, y.sub(offset, part.rows * f32), accumulate);
-        offset += part.rows * f32;
+        std::string part_name = fmt::format("{}[{}]", name, part.name);
+        if (n_tokens == 1) {
+            project(b, part_name, part, x, y.sub(offset * f32, part.rows * f32), false);
+        } else {
+            auto part_out = b.graph.transient(part_name + ".out", uint64_t(n_tokens) * part.rows * f32);
+            project(b, part_name, part, x, part_out, false);
+            b.graph.add(part_name + ".place", ops::copy_rows(b.device, b.range(part_out), {part.rows, 0}, b.range(y),
+                                                             {total, offset}, n_tokens, part.rows));
+        }
+        offset += part.rows;
     }
 }
 
@@ -55,7 +66,6 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
                    graph::Region k_cache, graph::Region v_cache, const KvCacheRegions& kv) {
     const ops::AttentionConfig& c = spec.config;
     const uint32_t n_tokens = b.shape.n_tokens;
-    if (n_tokens != 1) fail("blk.{}: batched attention is not supported yet; run one token at a time", layer);
     const uint32_t q_size = c.n_head * c.head_dim_k, k_size = c.n_head_kv * c.head_dim_k;
     const uint32_t v_size = c.n_head_kv * c.head_dim_v, qkv_size = q_size + k_size + v_size;
     const uint32_t n_embd = weights.norm.cols;
@@ -65,28 +75,40 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     auto qkv = b.graph.transient(layer_name(layer, "qkv"), n_tokens * qkv_size * f32);
     project(b, layer_name(layer, "attn_qkv"), weights.qkv, normed, qkv, false);
 
-    auto q = qkv.sub(0, q_size * f32), k = qkv.sub(q_size * f32, k_size * f32);
-    auto v = qkv.sub((q_size + k_size) * f32, v_size * f32);
+    // Each token's row of qkv holds its q, k and v; RoPE and the cache writes read them in place.
+    auto k = qkv.sub(q_size * f32, (n_tokens - 1) * qkv_size * f32 + k_size * f32);
+    auto v = qkv.sub((q_size + k_size) * f32, (n_tokens - 1) * qkv_size * f32 + v_size * f32);
     auto positions = b.range(b.step.positions);
     auto phases = b.range(spec.rope_phases);
     b.graph.add(layer_name(layer, "rope_q"),
-                ops::rope(b.device, spec.rope, {n_tokens, c.n_head, c.head_dim_k, qkv_size}, phases, positions, b.range(q)));
+                ops::rope(b.device, spec.rope, {n_tokens, c.n_head, c.head_dim_k, qkv_size}, phases, positions, b.range(qkv)));
     b.graph.add(layer_name(layer, "rope_k"),
                 ops::rope(b.device, spec.rope, {n_tokens, c.n_head_kv, c.head_dim_k, qkv_size}, phases, positions, b.range(k)));
+    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv.type, {n_tokens, k_size, qkv_size, kv.n_cells},
+                                                            b.range(k), b.range(b.step.slots), b.range(k_cache)));
+    b.graph.add(layer_name(layer, "cache_v"), ops::kv_write(b.device, kv.type, {n_tokens, v_size, qkv_size, kv.n_cells},
+                                                            b.range(v), b.range(b.step.slots), b.range(v_cache)));
+
+    // Attention reads the queries packed: one token's are already; many tokens' are gathered.
+    graph::Region q = qkv.sub(0, q_size * f32);
+    if (n_tokens > 1) {
+        q = b.graph.transient(layer_name(layer, "q"), n_tokens * q_size * f32);
+        b.graph.add(layer_name(layer, "q_gather"),
+                    ops::copy_rows(b.device, b.range(qkv), {qkv_size, 0}, b.range(q), {q_size, 0}, n_tokens, q_size));
+    }
     if (spec.temperature_beta != 0)
         b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, b.range(q), n_tokens, q_size,
                                                                    spec.temperature_beta, spec.temperature_length));
 
-    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv.type, {n_tokens, k_size, qkv_size, kv.n_cells},
-                                                            b.range(k), positions, b.range(k_cache)));
-    b.graph.add(layer_name(layer, "cache_v"), ops::kv_write(b.device, kv.type, {n_tokens, v_size, qkv_size, kv.n_cells},
-                                                            b.range(v), positions, b.range(v_cache)));
-
     ops::AttentionShape shape{n_tokens, kv.n_cells, kv.type};
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
-    auto scratch = b.graph.transient(layer_name(layer, "attn_scratch"), ops::attention_decode_scratch_bytes(c, shape));
+    bool decode = n_tokens == 1;
+    auto scratch = b.graph.transient(layer_name(layer, "attn_scratch"),
+                                     std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(c, shape)
+                                                                  : ops::attention_prefill_scratch_bytes(c, shape)));
     ops::AttentionBuffers buffers{b.range(q), b.range(k_cache), b.range(v_cache), positions, b.range(out), b.range(scratch)};
-    b.add(layer_name(layer, "attn"), ops::attention_decode(b.device, c, shape, buffers));
+    b.add(layer_name(layer, "attn"), decode ? ops::attention_decode(b.device, c, shape, buffers)
+                                            : ops::attention_prefill(b.device, c, shape, buffers));
 
     project(b, layer_name(layer, "attn_output"), weights.output, out, x, true);
 }
@@ -94,15 +116,24 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
 void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
              uint32_t n_ff, float rms_eps) {
     const uint32_t n_tokens = b.shape.n_tokens, n_embd = weights.norm.cols;
-    if (n_tokens != 1) fail("blk.{}: batched feed-forward is not supported yet; run one token at a time", layer);
     auto normed = b.graph.transient(layer_name(layer, "ffn_norm_out"), n_tokens * n_embd * f32);
     rms_norm(b, layer_name(layer, "ffn_norm"), x, weights.norm, normed, n_embd, rms_eps);
     auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), n_tokens * 2 * n_ff * f32);
     project(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, normed, gate_up, false);
+    // The activation pairs gate and up element by element: one token's halves are contiguous,
+    // many tokens' rows interleave them, so those are gathered first.
+    graph::Region gate = gate_up.sub(0, n_ff * f32), up = gate_up.sub(n_ff * f32, n_ff * f32);
+    if (n_tokens > 1) {
+        gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
+        up = b.graph.transient(layer_name(layer, "ffn_up_out"), n_tokens * n_ff * f32);
+        b.graph.add(layer_name(layer, "ffn_gate_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0},
+                                                                         b.range(gate), {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(layer_name(layer, "ffn_up_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff},
+                                                                       b.range(up), {n_ff, 0}, n_tokens, n_ff));
+    }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
     b.graph.add(layer_name(layer, "ffn_act"),
-                ops::glu(b.device, activation, b.range(gate_up.sub(0, n_ff * f32)),
-                         b.range(gate_up.sub(n_ff * f32, n_ff * f32)), b.range(hidden), n_ff));
+                ops::glu(b.device, activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));
     project(b, layer_name(layer, "ffn_down"), weights.down, hidden, x, true);
 }
 

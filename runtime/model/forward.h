@@ -11,7 +11,8 @@ namespace vkllm::model {
 
 struct StepInputs {
     graph::Region ids;        // int32 [n_tokens]: token ids
-    graph::Region positions;  // int32 [n_tokens]: their positions; also their KV-cache cells
+    graph::Region positions;  // int32 [n_tokens]: their positions (key cell j holds position j)
+    graph::Region slots;      // int32 [n_tokens]: the KV-cache cell each token writes; -1: none
 };
 
 struct KvCacheRegions {

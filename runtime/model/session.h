@@ -1,6 +1,8 @@
 #pragma once
 // A conversation with a model: its KV cache, the step inputs, the logits, and the baked graphs.
-// Each token replays the same recorded graph; only the step inputs (ids, positions) change.
+// Prompts run in chunks of up to n_ubatch tokens, each padded up to a power of two (the padding
+// goes first and writes no cache cell), so a handful of graphs serve every length; each generated
+// token replays the one-token graph. Only the step inputs (ids, positions, slots) change.
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -13,7 +15,8 @@
 namespace vkllm::model {
 
 struct SessionOptions {
-    uint32_t n_ctx = 0;  // tokens the KV cache holds; 0: the model's training context, at most 4096
+    uint32_t n_ctx = 0;       // tokens the KV cache holds; 0: the model's training context, at most 4096
+    uint32_t n_ubatch = 512;  // most tokens one prefill run takes
     ops::KvType kv_type = ops::KvType::F16;
 };
 
@@ -33,8 +36,8 @@ public:
     // Throws vkllm::Error, before running anything, when they would overrun the context.
     std::span<const float> eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
 
-    // Bakes the graphs (creating their pipelines) now rather than on the first eval.
-    void prepare() { decode_graph(); }
+    // Bakes the one-token graph (creating its pipelines) now rather than on the first eval.
+    void prepare() { graph_for(1, false); }
 
     uint32_t n_past() const { return n_past_; }
     uint32_t n_ctx() const { return n_ctx_; }
@@ -43,19 +46,24 @@ public:
 
     uint64_t kv_bytes() const;
     // Stats of the one-token graph every decode step replays.
-    const graph::GraphStats& decode_stats();
-    void dump_decode_graph(std::ostream& out);
+    const graph::GraphStats& decode_stats() { return graph_for(1, false).stats(); }
+    void dump_decode_graph(std::ostream& out) { graph_for(1, false).dump(out); }
+    // Graphs baked (recorded) so far, and replays of all of them.
+    uint64_t graphs_recorded() const;
+    uint64_t replays() const;
 
 private:
     gpu::Device& device_;
     const Model& model_;
-    uint32_t n_ctx_, n_past_ = 0, n_vocab_;
+    uint32_t n_ctx_, n_past_ = 0, n_vocab_, n_ubatch_, n_logit_rows_;
     ops::KvType kv_type_;
-    gpu::Buffer ids_, positions_, logits_;
+    gpu::Buffer ids_, positions_, slots_, logits_;
     std::vector<gpu::Buffer> k_cache_, v_cache_;
-    std::unique_ptr<graph::BakedGraph> decode_;
+    std::map<std::pair<uint32_t, bool>, std::unique_ptr<graph::BakedGraph>> graphs_;  // (tokens, all logits)
 
-    graph::BakedGraph& decode_graph();
+    graph::BakedGraph& graph_for(uint32_t n_tokens, bool all_logits);
+    // Runs one chunk of at most n_ubatch tokens; returns the rows of logits it wrote.
+    std::span<const float> run_chunk(std::span<const int32_t> tokens, bool all_logits);
 };
 
 }  // namespace vkllm::model

@@ -1,0 +1,19 @@
+#pragma once
+// copy_rows (shaders/copy_rows.comp): a block of columns moved between row-major f32 layouts of
+// different strides, e.g. the queries out of a fused QKV projection of many tokens.
+#include <cstdint>
+
+#include "gpu/dispatch.h"
+
+namespace vkllm::ops {
+
+struct RowBlock {
+    uint32_t stride = 0;  // floats between rows
+    uint32_t offset = 0;  // first column
+};
+
+// dst[r][dst.offset + c] = src[r][src.offset + c] for r < rows, c < width.
+gpu::Dispatch copy_rows(gpu::Device& device, const gpu::BufferRange& src, RowBlock from, const gpu::BufferRange& dst,
+                        RowBlock to, uint32_t rows, uint32_t width);
+
+}  // namespace vkllm::ops
