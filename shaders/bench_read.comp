@@ -1,7 +1,9 @@
 #version 450
-// The streaming-read ceiling for `vkllm bench-ops`: every invocation reads uvec4s in a grid-stride
-// loop and folds them into one word, which is stored only if it hits a constant, so the loads cannot
-// be dropped and nothing is written in practice.
+// The streaming-read ceiling for `vkllm bench-ops`: each invocation reads p.per_invocation uvec4s and
+// folds them into one word, stored only if it hits a constant, so the loads cannot be dropped and
+// nothing is written in practice. Two access patterns, as the two kinds of device prefer:
+// interleaved (consecutive invocations read consecutive uvec4s: coalesced on GPUs) and contiguous
+// (each invocation streams its own run: SIMD lanes of a CPU device each follow one stream).
 #include "params.h"
 
 layout(local_size_x_id = 0) in;
@@ -11,9 +13,11 @@ layout(set = 0, binding = 1, std430) writeonly buffer Sink { uint sink[]; };
 layout(push_constant) uniform Push { BenchReadParams p; };
 
 void main() {
-    const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    const uint invocation = gl_GlobalInvocationID.x, invocations = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
+    const uint first = p.contiguous != 0u ? invocation * p.per_invocation : invocation;
+    const uint step = p.contiguous != 0u ? 1u : invocations;
     uvec4 folded = uvec4(0);
-    for (uint i = gl_GlobalInvocationID.x; i < p.count; i += stride) folded ^= source[i];
+    for (uint k = 0, i = first; k < p.per_invocation && i < p.count; ++k, i += step) folded ^= source[i];
     const uint word = folded.x ^ folded.y ^ folded.z ^ folded.w;
     if (word == 0x9E3779B9u) sink[0] = word;
 }

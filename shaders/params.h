@@ -128,10 +128,12 @@ VKLLM_PARAMS_STRUCT(MatmulParams) {
     uint accumulate;
 } VKLLM_PARAMS_END(MatmulParams, 32);
 
-// bench_read (vkllm bench-ops): reads `count` uvec4s.
+// bench_read (vkllm bench-ops): reads `count` uvec4s, per_invocation each, interleaved or contiguous.
 VKLLM_PARAMS_STRUCT(BenchReadParams) {
     uint count;
-} VKLLM_PARAMS_END(BenchReadParams, 4);
+    uint per_invocation;
+    uint contiguous;
+} VKLLM_PARAMS_END(BenchReadParams, 12);
 
 #ifdef __cplusplus
 }  // namespace vkllm::params

@@ -7,6 +7,7 @@ namespace vkllm::cli {
 
 using Args = std::span<const std::string_view>;  // the arguments after the subcommand's name
 
+int bench_ops(Args args);
 int devices(Args args);
 int info(Args args);
 int tokenize(Args args);

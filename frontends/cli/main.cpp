@@ -16,6 +16,7 @@ struct Command {
 };
 
 constexpr Command commands[] = {
+    {"bench-ops", vkllm::cli::bench_ops, "GB/s of each matvec kernel next to the device's streaming ceiling"},
     {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
     {"info", vkllm::cli::info, "show a GGUF file's metadata and tensors"},
     {"tokenize", vkllm::cli::tokenize, "token ids of a text (or a file's bytes) with a model's tokenizer"},

@@ -106,15 +106,16 @@ std::array<uint32_t, 3> group_grid(uint64_t groups, const gpu::Capabilities& cap
 MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols) {
     MatvecConfig config;
     if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
-        // lavapipe runs each subgroup as SIMD lanes of one CPU thread: independent rows per lane beat
-        // any reduction (docs/PERFORMANCE.md has the measurements).
-        config = {.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 1};
+        // lavapipe runs a subgroup as the SIMD lanes of one CPU thread: a row per lane needs no
+        // reduction, four rows per lane reuse each x load, and fp16 arithmetic only adds conversions
+        // on a CPU (docs/PERFORMANCE.md has the measurements).
+        config = {.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 4, .float16 = false};
     } else {
         // One or more subgroups per row, so consecutive lanes read consecutive blocks.
         const uint32_t team = std::max(32u, subgroup_team(caps));
-        config = {.workgroup_size = std::max(128u, team), .threads_per_row = team, .rows_per_team = 2};
+        config = {.workgroup_size = std::max(128u, team), .threads_per_row = team, .rows_per_team = 2,
+                  .float16 = caps.use_float16() && has_f16_variant(type)};
     }
-    config.float16 = caps.use_float16() && has_f16_variant(type);
     return fit_row_length(config, caps, cols);
 }
 

@@ -54,7 +54,7 @@ struct MatvecConfig {
     uint32_t workgroup_size = 128;
     uint32_t threads_per_row = 32;  // 1, or a multiple of the device's largest subgroup size
     uint32_t rows_per_team = 2;     // rows each team of threads_per_row computes, 1..4
-    bool float16 = false;           // the fp16-arithmetic variant (where the type has one)
+    bool float16 = false;           // the fp16-arithmetic variant (where the type and device have one)
 };
 
 MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols);

@@ -48,12 +48,19 @@ void check_matmul(gpu::Device& device, gpu::Transfer& transfer, const MatmulCase
 }  // namespace
 
 TEST_CASE("matmul matches the reference for every weight type, partial tiles included") {
+    const gpu::Capabilities& caps = test::device().caps();
     for (gguf::GgmlType type : test::weight_types) {
         const uint32_t g = test::column_granularity(type);
         // rows of one block; a single row; odd row and token counts; dense rows ending inside a unit
         for (MatmulCase c : {MatmulCase{type, 64, g, 4}, MatmulCase{type, 1, 5 * g, 40},
                              MatmulCase{type, 37, 3 * g, 5, true}, MatmulCase{type, 70, g == 4 ? 100 : 2 * g, 33}})
             check_matmul(test::device(), test::transfer(), c);
+        // The other arithmetic variant where the device has both, whichever it prefers.
+        ops::MatmulConfig config = ops::matmul_config(caps, type);
+        if (caps.use_float16() && ops::has_f16_variant(type)) {
+            config.float16 = !config.float16;
+            check_matmul(test::device(), test::transfer(), {type, 45, 3 * g, 11, true, config});
+        }
     }
 }
 
@@ -67,7 +74,7 @@ TEST_CASE("matmul gives the same result for every tile shape, fp16 and fp32 arit
         const uint32_t g = test::column_granularity(type);
         for (size_t i = 0; i < tiles.size(); ++i) {
             ops::MatmulConfig config = tiles[i];
-            config.float16 = i != 1 && ops::matmul_config(caps, type).float16;
+            config.float16 = i != 1 && caps.use_float16() && ops::has_f16_variant(type);
             check_matmul(test::device(), test::transfer(), {type, 45, g == 4 ? 68 : g, 19, i == 1, config});
         }
     }

@@ -57,9 +57,12 @@ TEST_CASE("matvec matches the reference for every weight type, odd shapes includ
             check_matvec(test::device(), test::transfer(), c);
         // A single row is a single dot product, whose relative error only fp32 bounds reliably: fp16
         // rounding errors are judged over many outputs.
-        ops::MatvecConfig fp32 = ops::matvec_config(caps, type, 7 * g);
-        fp32.float16 = false;
-        check_matvec(test::device(), test::transfer(), {type, 1, 7 * g, true, fp32});
+        ops::MatvecConfig config = ops::matvec_config(caps, type, 7 * g);
+        config.float16 = false;
+        check_matvec(test::device(), test::transfer(), {type, 1, 7 * g, true, config});
+        // The fp16 variant where the device has it, whichever variant the device prefers.
+        config.float16 = caps.use_float16() && ops::has_f16_variant(type);
+        check_matvec(test::device(), test::transfer(), {type, 64, 7 * g, false, config});
     }
 }
 
@@ -79,7 +82,7 @@ TEST_CASE("matvec gives the same result for every launch shape, fp16 and fp32 ar
         for (size_t i = 0; i < shapes.size(); ++i) {
             ops::MatvecConfig config = shapes[i];
             // Alternate the fp16 variant and its fp32 fallback, so both run whatever VKLLM_DISABLE_F16 says.
-            config.float16 = i % 2 == 0 && ops::matvec_config(caps, type, g).float16;
+            config.float16 = i % 2 == 0 && caps.use_float16() && ops::has_f16_variant(type);
             check_matvec(test::device(), test::transfer(), {type, 61, (g == 4 ? 36 : 7 * g), i % 2 == 1, config});
         }
     }
