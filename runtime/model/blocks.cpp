@@ -102,7 +102,7 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
 
     ops::AttentionShape shape{n_tokens, kv.n_cells, kv.type};
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
-    bool decode = n_tokens == 1;
+    bool decode = n_tokens == 1 || !ops::attention_prefill_supports(b.device.caps(), c);
     auto scratch = b.graph.transient(layer_name(layer, "attn_scratch"),
                                      std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(c, shape)
                                                                   : ops::attention_prefill_scratch_bytes(c, shape)));

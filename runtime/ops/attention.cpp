@@ -1,6 +1,7 @@
 #include "ops/attention.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "core/error.h"
@@ -87,7 +88,7 @@ struct PrefillLaunch {
     bool float16;  // the variant holding tiles in f16
 };
 
-PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
+std::optional<PrefillLaunch> fit_prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
     const bool float16 = caps.use_float16();
     const uint64_t tile_element_bytes = float16 ? 2 : 4;
     const uint32_t dim_threads = config.head_dim_v / 4;
@@ -95,18 +96,26 @@ PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfi
     const uint32_t rows = row_threads * prefill_rows_per_thread;
     const uint32_t widest = std::max(config.head_dim_k, config.head_dim_v);
     if (dim_threads < prefill_rows_per_thread || dim_threads * row_threads > caps.max_workgroup_invocations)
-        fail("attention_prefill: head_dim_v {} is outside the kernel's 16 to {}", config.head_dim_v,
-             4 * caps.max_workgroup_invocations);
+        return std::nullopt;
     for (uint32_t tile = 32; tile >= 8; tile /= 2) {
         const uint64_t shared = tile_element_bytes * (rows * config.head_dim_k + tile * widest) + 4ull * rows * tile;
         if (shared + rows * 24 + shared_reserve <= caps.max_shared_memory)
-            return {dim_threads * row_threads, rows, tile, float16};
+            return PrefillLaunch{dim_threads * row_threads, rows, tile, float16};
     }
-    fail("attention_prefill: heads of {} and {} dims do not fit in shared memory", config.head_dim_k,
-         config.head_dim_v);
+    return std::nullopt;
+}
+
+PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
+    if (auto launch = fit_prefill_launch(caps, config)) return *launch;
+    fail("attention_prefill: heads of {} and {} dims do not fit the kernel (head_dim_v from 16 to {}, and the "
+         "device's shared memory)", config.head_dim_k, config.head_dim_v, 4 * caps.max_workgroup_invocations);
 }
 
 }  // namespace
+
+bool attention_prefill_supports(const gpu::Capabilities& caps, const AttentionConfig& config) {
+    return fit_prefill_launch(caps, config).has_value();
+}
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape) {
     return decode_partial_out_bytes(config, shape) +

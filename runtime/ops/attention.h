@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "gpu/capabilities.h"
 #include "gpu/dispatch.h"
 #include "ops/attention_config.h"
 
@@ -35,6 +36,10 @@ uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const Att
 std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                             const AttentionShape& shape, const AttentionBuffers& buffers,
                                             uint32_t chunk_workgroups = 0);
+
+// Whether the prefill kernel takes heads of this size on the device (head_dim_v of 16 or more, and
+// tiles that fit its shared memory); the decode kernel serves many queries otherwise, more slowly.
+bool attention_prefill_supports(const gpu::Capabilities& caps, const AttentionConfig& config);
 
 uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
 // key_limit (0: n_cells) bounds the keys the recorded passes cover, for a caller that knows no query

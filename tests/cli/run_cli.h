@@ -10,7 +10,8 @@ struct CliResult {
 };
 
 // `environment` is prefixed to the command line, e.g. "VKLLM_DEVICE=0"; arguments are shell-quoted
-// by the caller.
-CliResult run_cli(const std::string& arguments, const std::string& environment = "");
+// by the caller. Standard input comes from `input` (a path).
+CliResult run_cli(const std::string& arguments, const std::string& environment = "",
+                  const std::string& input = "/dev/null");
 
 }  // namespace vkllm::test

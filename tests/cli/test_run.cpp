@@ -74,3 +74,37 @@ TEST_CASE("eval writes float32 logits of every position; bad input gives one lin
     CHECK(not_gguf.exit_code == 1);
     CHECK(std::count(not_gguf.err.begin(), not_gguf.err.end(), '\n') == 1);
 }
+
+TEST_CASE("chat answers each line through the chat template and reuses the cache of earlier turns") {
+    auto model = shared / "testdata/models/stories260K.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    auto directory = std::filesystem::temp_directory_path();
+    auto chat_template = directory / "vkllm-chat-template.jinja", input = directory / "vkllm-chat-input.txt";
+    auto stats = directory / "vkllm-chat-stats.json";
+    std::ofstream(chat_template) << "{{ bos_token }}{% for m in messages %}{{ m['role'] }}: {{ m['content'] }}\n"
+                                    "{% endfor %}{% if add_generation_prompt %}assistant:{% endif %}";
+    std::ofstream(input) << "Tell me a story\nAnother one\n";
+    auto result = run_cli("chat -m " + model.string() + " -n 12 --temp 0 --chat-template-file " + chat_template.string() +
+                              " --stats-json " + stats.string(),
+                          "", input.string());
+    REQUIRE(result.exit_code == 0);
+    CHECK(std::count(result.out.begin(), result.out.end(), '\n') == 2);  // one reply per line
+    auto json = nlohmann::json::parse(slurp(stats));
+    // Two turns of 12 tokens; the second turn's prompt reruns only what follows the first's.
+    CHECK(json["replays"].get<int>() < 2 * 12 + 2 * 20);
+    for (auto& path : {chat_template, input, stats}) std::filesystem::remove(path);
+}
+
+TEST_CASE("an 8-bit KV cache runs and still tells the story's start") {
+    auto model = shared / "testdata/models/stories260K.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    auto result = run_cli("run -m " + model.string() + " -n 12 --temp 0 --kv-type q8_0");
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.out.starts_with("Once upon a time, there was a little girl"));
+}
