@@ -135,6 +135,29 @@ VKLLM_PARAMS_STRUCT(BenchReadParams) {
     uint contiguous;
 } VKLLM_PARAMS_END(BenchReadParams, 12);
 
+// copy_rows: a block of `width` columns of `rows` rows between row-major layouts (floats).
+VKLLM_PARAMS_STRUCT(CopyRowsParams) {
+    uint width;
+    uint src_stride;
+    uint src_offset;
+    uint dst_stride;
+    uint dst_offset;
+} VKLLM_PARAMS_END(CopyRowsParams, 20);
+
+// Render-graph tests: y = x * step[slot] + offset, with the step value from a buffer the host
+// updates between replays.
+VKLLM_PARAMS_STRUCT(GraphScaleParams) {
+    uint n;
+    uint slot;
+    float offset;
+} VKLLM_PARAMS_END(GraphScaleParams, 12);
+
+// Render-graph tests: a VkDispatchIndirectCommand of ceil(step[slot] / group_size) groups.
+VKLLM_PARAMS_STRUCT(GraphIndirectParams) {
+    uint slot;
+    uint group_size;
+} VKLLM_PARAMS_END(GraphIndirectParams, 8);
+
 #ifdef __cplusplus
 }  // namespace vkllm::params
 #undef VKLLM_PARAMS_STRUCT

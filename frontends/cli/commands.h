@@ -8,8 +8,11 @@ namespace vkllm::cli {
 using Args = std::span<const std::string_view>;  // the arguments after the subcommand's name
 
 int bench_ops(Args args);
+int chat(Args args);
 int devices(Args args);
+int eval(Args args);
 int info(Args args);
+int run(Args args);
 int tokenize(Args args);
 int detokenize(Args args);
 int chat_template(Args args);
