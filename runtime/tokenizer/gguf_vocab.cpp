@@ -43,12 +43,14 @@ void read_tokens(const gguf::File& file, Vocab& vocab) {
             fail("{}: tokenizer.ggml.scores has {} entries for {} tokens", file.name(), scores->size(), n);
         std::copy_n(scores->begin(), n, vocab.scores.begin());
     }
-    vocab.attrs.assign(n, attr_normal);
+    vocab.types.assign(n, TokenType::Normal);
     if (auto types = file.get_i32_array("tokenizer.ggml.token_type")) {
         if (types->size() < n)
             fail("{}: tokenizer.ggml.token_type has {} entries for {} tokens", file.name(), types->size(), n);
-        for (size_t i = 0; i < n; ++i) vocab.attrs[i] = attr_of(TokenType((*types)[i]));
+        for (size_t i = 0; i < n; ++i) vocab.types[i] = TokenType((*types)[i]);
     }
+    vocab.attrs.resize(n);
+    for (size_t i = 0; i < n; ++i) vocab.attrs[i] = attr_of(vocab.types[i]);
 }
 
 void read_merges(const gguf::File& file, Vocab& vocab) {

@@ -125,12 +125,13 @@ Vocab build_vocab(const json& root, std::string_view name) {
 
     Vocab vocab = default_vocab(Model::Bpe, "tekken");
     vocab.tokens = special_names(root, n_special, name);
-    vocab.attrs.assign(n_special, attr_control);
+    vocab.types.assign(n_special, TokenType::Control);
     for (const std::string& bytes : ranks) {
         if (bytes.empty()) fail("{}: a rank below {} has no token bytes", name, ranks.size());
         vocab.tokens.push_back(to_byte_alphabet(bytes));
-        vocab.attrs.push_back(attr_normal);
+        vocab.types.push_back(TokenType::Normal);
     }
+    for (TokenType type : vocab.types) vocab.attrs.push_back(attr_of(type));
     vocab.scores.assign(vocab.tokens.size(), 0.0f);
     vocab.merges = rebuild_merges(ranks);
     auto id_of = [&](std::string_view text) {

@@ -39,7 +39,8 @@ struct Vocab {
     std::string pre;                  // tokenizer.ggml.pre ("default" when a BPE file has none)
     std::vector<std::string> tokens;  // empty texts already replaced by "[EMPTY_i]"
     std::vector<float> scores;        // one per token (0 when the file has none)
-    std::vector<uint32_t> attrs;      // TokenAttr bits, one per token
+    std::vector<TokenType> types;     // as stored (tokenizer.ggml.token_type), one per token
+    std::vector<uint32_t> attrs;      // TokenAttr bits, one per token: the types plus detection
     std::vector<std::string> merges;  // BPE "left right"; the rank is the index
 
     TokenId bos = no_token, eos = no_token, eot = no_token, eom = no_token, unk = no_token,

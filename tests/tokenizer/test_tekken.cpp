@@ -20,6 +20,7 @@ TEST_CASE("tekken.json loads like llama.cpp's conversion of it (mistral3_hf fixt
     const Vocab reference = from_gguf(vkllm::gguf::File::open(dir / "ref-f32.gguf"));
     CHECK(ours.pre == reference.pre);
     CHECK(ours.tokens == reference.tokens);
+    CHECK(ours.types == reference.types);
     CHECK(ours.attrs == reference.attrs);
     CHECK(ours.merges == reference.merges);
     CHECK(ours.bos == reference.bos);
