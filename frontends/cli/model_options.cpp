@@ -77,12 +77,15 @@ model::LoadOptions load_options() {
     }};
 }
 
-void check_memory(const LoadedModel& loaded, const ModelOptions& options, const gguf::File& file) {
-    uint64_t weights = model::weight_bytes(file);
-    uint64_t budget = model::memory_budget(loaded.device.caps());
-    if (weights > budget)
-        fail("{}: the weights need {} MiB but '{}' has {} MiB; they are {} MiB short", options.model_path,
-             weights >> 20, loaded.device.caps().name, budget >> 20, (weights - budget) >> 20);
+// Weights and KV cache against what the device can hold, before anything is uploaded.
+void check_memory(const gpu::Capabilities& caps, const ModelOptions& options, const gguf::File& file,
+                  const model::KvLayout& layout, uint32_t n_ctx) {
+    uint64_t weights = model::weight_bytes(file), kv = model::kv_cache_bytes(layout, n_ctx, options.kv_type);
+    uint64_t budget = model::memory_budget(caps);
+    if (weights + kv > budget)
+        fail("{}: the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has ({} MiB); "
+             "lower -c or use a smaller quantization", options.model_path, weights >> 20, n_ctx, kv >> 20,
+             (weights + kv - budget) >> 20, caps.name, budget >> 20);
 }
 
 }  // namespace
@@ -92,23 +95,21 @@ LoadedModel::LoadedModel(const ModelOptions& options)
       device(instance, options.device),
       file(gguf::File::open(options.model_path)),
       tokenizer(tokenizer::from_gguf(file)) {
-    check_memory(*this, options, file);
     auto started = std::chrono::steady_clock::now();
-    model = model::load_model(device, file, load_options());
-    model::SessionOptions session_options{.n_ctx = options.n_ctx, .kv_type = options.kv_type};
-    uint32_t n_ctx = options.n_ctx ? options.n_ctx : std::min(model->info().n_ctx_train, 4096u);
-    uint64_t kv = model::kv_cache_bytes(model->kv_layout(), n_ctx, options.kv_type);
-    uint64_t budget = model::memory_budget(device.caps()), weights = model->info().weight_bytes;
-    if (weights + kv > budget)
-        fail("the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has; lower -c",
-             weights >> 20, n_ctx, kv >> 20, (weights + kv - budget) >> 20, device.caps().name);
-    session = std::make_unique<model::Session>(device, *model, session_options);
+    model::LoadOptions load = load_options();
+    uint32_t n_ctx = options.n_ctx;
+    load.before_upload = [&](const model::ModelInfo& info, const model::KvLayout& layout) {
+        if (!n_ctx) n_ctx = model::default_n_ctx(info);
+        check_memory(device.caps(), options, file, layout, n_ctx);
+    };
+    model = model::load_model(device, file, load);
+    session = std::make_unique<model::Session>(device, *model, model::SessionOptions{.n_ctx = n_ctx, .kv_type = options.kv_type});
     session->prepare();
     if (options.verbose) {
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         std::fprintf(stderr, "model: %s (%s), %u layers, vocabulary %u; weights %.1f MiB loaded in %.2f s on %s\n",
                      model->info().name.c_str(), model->info().arch.c_str(), model->info().n_layer,
-                     model->info().n_vocab, weights / 1048576.0, seconds, device.caps().name.c_str());
+                     model->info().n_vocab, model->info().weight_bytes / 1048576.0, seconds, device.caps().name.c_str());
         std::fprintf(stderr, "KV cache: %u tokens, %.2f MiB (%s)\n", session->n_ctx(), session->kv_bytes() / 1048576.0,
                      options.kv_type == ops::KvType::F16 ? "f16" : "q8_0");
     }

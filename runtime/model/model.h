@@ -2,6 +2,7 @@
 // A loaded model: one architecture's hyperparameters and weights on the GPU, and the passes of its
 // forward pass. load_model picks the architecture by general.architecture.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -37,6 +38,9 @@ public:
 
 struct LoadOptions {
     WeightLoader::Progress progress;
+    // Called once the hyperparameters are read, before any weight is uploaded: a caller can check
+    // that weights and KV cache fit and throw if they do not.
+    std::function<void(const ModelInfo& info, const KvLayout& layout)> before_upload;
 };
 
 // Throws vkllm::Error for an unknown architecture, a missing or misshapen tensor, or a weight type

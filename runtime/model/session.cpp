@@ -26,7 +26,7 @@ uint64_t memory_budget(const gpu::Capabilities& caps) {
 
 Session::Session(gpu::Device& device, const Model& model, SessionOptions options)
     : device_(device), model_(model), n_vocab_(model.info().n_vocab), kv_type_(options.kv_type) {
-    n_ctx_ = options.n_ctx ? options.n_ctx : std::min(model.info().n_ctx_train, 4096u);
+    n_ctx_ = options.n_ctx ? options.n_ctx : default_n_ctx(model.info());
     if (n_ctx_ == 0) fail("the context size must be positive");
     if (options.n_ubatch == 0) fail("the micro-batch size must be positive");
     gpu::Allocator& allocator = device.allocator();

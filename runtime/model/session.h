@@ -3,6 +3,7 @@
 // Prompts run in chunks of up to n_ubatch tokens, each padded up to a power of two (the padding
 // goes first and writes no cache cell), so a handful of graphs serve every length; each generated
 // token replays the one-token graph. Only the step inputs (ids, positions, slots) change.
+#include <algorithm>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -19,6 +20,9 @@ struct SessionOptions {
     uint32_t n_ubatch = 512;  // most tokens one prefill run takes
     ops::KvType kv_type = ops::KvType::F16;
 };
+
+// The context a session gets when none is asked for: the training context, at most 4096 tokens.
+inline uint32_t default_n_ctx(const ModelInfo& info) { return std::min(info.n_ctx_train, 4096u); }
 
 // Bytes of a KV cache for n_ctx tokens.
 uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, ops::KvType type);
