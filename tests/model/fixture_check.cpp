@@ -62,16 +62,20 @@ LogitsComparison compare_logits(const std::vector<float>& got, const std::vector
     return result;
 }
 
+bool meets_criteria(const std::vector<float>& got, const std::filesystem::path& reference, size_t n_vocab,
+                    bool quantized, std::string& detail) {
+    const double max_error = quantized ? 2.5e-2 : 1e-3, min_agreement = quantized ? 0.97 : 1.0;
+    LogitsComparison c = compare_logits(got, read_f32(reference), n_vocab);
+    bool ok = c.median_rel_rms <= max_error && c.top1_agreement >= min_agreement;
+    detail += fmt::format("{}: {} ({}); ", reference.filename().string(), c.summary(), ok ? "pass" : "fail");
+    return ok;
+}
+
 bool meets_fixture_criteria(const std::vector<float>& got, const std::filesystem::path& fixture, size_t n_vocab,
                             bool quantized, std::string& detail) {
-    const double max_error = quantized ? 2.5e-2 : 1e-3, min_agreement = quantized ? 0.97 : 1.0;
     bool passed = false;
-    for (const char* reference : {"logits.f32", "logits_ref64.f32"}) {
-        LogitsComparison c = compare_logits(got, read_f32(fixture / reference), n_vocab);
-        bool ok = c.median_rel_rms <= max_error && c.top1_agreement >= min_agreement;
-        detail += fmt::format("{}: {} ({}); ", reference, c.summary(), ok ? "pass" : "fail");
-        passed |= ok;
-    }
+    for (const char* reference : {"logits.f32", "logits_ref64.f32"})
+        passed |= meets_criteria(got, fixture / reference, n_vocab, quantized, detail);
     return passed;
 }
 

@@ -19,6 +19,10 @@ struct LogitsComparison {
 
 LogitsComparison compare_logits(const std::vector<float>& got, const std::vector<float>& reference, size_t n_vocab);
 
+// True when `got` meets the criteria against the logits in `reference`; `detail` says how it went.
+bool meets_criteria(const std::vector<float>& got, const std::filesystem::path& reference, size_t n_vocab,
+                    bool quantized, std::string& detail);
+
 // True when `got` meets the criteria against either reference; `detail` says how each went.
 bool meets_fixture_criteria(const std::vector<float>& got, const std::filesystem::path& fixture, size_t n_vocab,
                             bool quantized, std::string& detail);

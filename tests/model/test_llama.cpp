@@ -128,3 +128,74 @@ TEST_CASE("an unknown architecture or a missing tensor is a clear error") {
         CHECK_THROWS_WITH_AS(model::load_model(test::device(), edited), doctest::Contains(message), Error);
     }
 }
+
+namespace {
+
+// The file as given, without one metadata key: everything else copied in order.
+gguf::File without_key(const gguf::File& original, std::string_view key) {
+    gguf::Writer writer(original.version());
+    for (const gguf::KeyValue& kv : original.metadata())
+        if (kv.key != key) writer.add_value(kv.key, kv.value);
+    for (const gguf::Tensor& tensor : original.tensors())
+        writer.add_tensor(tensor.name, tensor.type, std::span(tensor.ne).first(tensor.n_dims), tensor.data);
+    return gguf::File::from_bytes(writer.bytes(), original.name() + " without " + std::string(key));
+}
+
+// Sets an environment variable for one scope and then restores it, also when a check fails.
+class ScopedEnv {
+public:
+    ScopedEnv(const char* name, const char* value) : name_(name) {
+        if (const char* previous = std::getenv(name)) previous_ = previous;
+        setenv(name, value, 1);
+    }
+    ~ScopedEnv() {
+        if (previous_) setenv(name_, previous_->c_str(), 1);
+        else unsetenv(name_);
+    }
+    ScopedEnv(const ScopedEnv&) = delete;
+    ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+private:
+    const char* name_;
+    std::optional<std::string> previous_;
+};
+
+}  // namespace
+
+// mistral3_f32 has yarn_log_multiplier = 1, where YaRN's magnitude factor cancels (model-notes B.4).
+// Without the key llama.cpp multiplies cos and sin by 1 + 0.1 ln(factor) instead (1.277 at x16), so
+// q.k grows by 1.63. llama.cpp's logits for that model are in tests/data (its README says how made).
+// fp32 arithmetic: the larger scores double the error of the fp16 attention kernels, to ~1e-3 relative
+// RMS, the criterion itself; fp32 stays at ~6e-4, mostly llama.cpp rounding q and the softmax weights
+// to f16 (see the README there).
+TEST_CASE("mistral3 without yarn_log_multiplier matches llama.cpp: YaRN's magnitude factor") {
+    auto dir = test::fixture_dir("mistral3_f32");
+    if (dir.empty()) {
+        MESSAGE("../shared/fixtures absent: skipping");
+        return;
+    }
+    const std::string_view key = "mistral3.rope.scaling.yarn_log_multiplier";
+    gguf::File original = gguf::File::open(dir / "model.gguf");
+    REQUIRE(original.get_f32(key) == 1.0f);
+    gguf::File edited = without_key(original, key);
+    REQUIRE(edited.find(key) == nullptr);
+    REQUIRE(edited.metadata().size() == original.metadata().size() - 1);
+    REQUIRE(edited.tensors().size() == original.tensors().size());
+
+    ScopedEnv fp32_arithmetic("VKLLM_DISABLE_F16", "1");
+    auto model = model::load_model(test::device(), edited);
+    std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
+    model::Session session(test::device(), *model, {.n_ctx = uint32_t(tokens.size())});
+    std::vector<float> logits;
+    session.eval(tokens, &logits);
+
+    const auto reference = std::filesystem::path(VKLLM_SOURCE_DIR) / "tests/data/mistral3_no_yarn_log_mul/logits.f32";
+    std::string detail;
+    bool passed = test::meets_criteria(logits, reference, 512, false, detail);
+    INFO(detail);
+    CHECK(passed);
+    // The factor must move the logits far more than the criteria allow, or this case tests nothing new.
+    test::LogitsComparison with_factor_cancelled = test::compare_logits(logits, test::read_f32(dir / "logits.f32"), 512);
+    CAPTURE(with_factor_cancelled.summary());
+    CHECK(with_factor_cancelled.median_rel_rms > 0.1);
+}
