@@ -7,8 +7,8 @@
 // along k, the workgroup decodes one 32-element unit of each tile row into shared memory, stages the
 // matching x values beside it, and every invocation accumulates its outputs from the two tiles.
 // A dispatch covers units unit_begin .. unit_end - 1 of k: the host splits long rows over several
-// dispatches (the later ones accumulating), as a step costs about 13 loop iterations and lavapipe
-// stops loops silently past ~21k per invocation.
+// dispatches (the later ones accumulating), as a step costs about 14 loop iterations and lavapipe
+// silently stops loops that run too long.
 #include "params.h"
 
 const uint TM = 4;  // rows per invocation

@@ -14,8 +14,9 @@ namespace {
 
 constexpr uint32_t outputs_per_lane = 4;  // TM and TN in shaders/matmul_body.glsl
 constexpr uint32_t tile_line_bytes = 9 * 16;  // TILE_STRIDE vec4s of fp32
-// Units of 32 columns one dispatch sums over. A unit costs each invocation about 13 loop iterations
-// and lavapipe stops loops silently past ~21k, so longer rows take several dispatches.
+// Units of 32 columns one dispatch sums over. A unit costs each invocation about 14 loop iterations
+// and lavapipe silently stops loops (after 65535 iterations for these kernels, 21845 for a loop in
+// ../shared/docs/lavapipe.md), so longer rows take several dispatches.
 constexpr uint32_t max_units_per_dispatch = 768;
 
 uint32_t workgroup_size(const MatmulConfig& config) {

@@ -13,8 +13,9 @@ namespace vkllm::ops {
 
 namespace {
 
-// Units of 32 elements (shaders/dequant_common.glsl) one invocation may loop over. Lavapipe stops a
-// loop silently past ~21k iterations per invocation; longer rows get more threads per row.
+// Units of 32 elements (shaders/dequant_common.glsl) one invocation may loop over, far below where
+// lavapipe silently stops loops (65535 iterations for these kernels, 21845 for a loop in
+// ../shared/docs/lavapipe.md); longer rows get more threads per row.
 constexpr uint32_t max_units_per_invocation = 1024;
 constexpr uint32_t max_rows_per_team = 4;  // MAX_ROWS_PER_TEAM in shaders/matvec_body.glsl
 
@@ -23,13 +24,13 @@ uint32_t subgroup_team(const gpu::Capabilities& caps) {
     return std::max({caps.max_subgroup_size, caps.subgroup_size, 1u});
 }
 
-// Raises threads_per_row (and the workgroup with it) until no invocation loops over more than
-// max_units_per_invocation units of a row.
+// Raises threads_per_row (and the workgroup to a multiple of it) until no invocation loops over more
+// than max_units_per_invocation units of a row. Takes a config that passed check_config.
 MatvecConfig fit_row_length(MatvecConfig config, const gpu::Capabilities& caps, uint32_t cols) {
     const uint32_t units = (cols + weight_unit_elems - 1) / weight_unit_elems;
-    while ((units + config.threads_per_row - 1) / config.threads_per_row > max_units_per_invocation)
-        config.threads_per_row = config.threads_per_row == 1 ? subgroup_team(caps) : 2 * config.threads_per_row;
-    config.workgroup_size = std::max(config.workgroup_size, config.threads_per_row);
+    uint32_t& team = config.threads_per_row;
+    while ((units + team - 1) / team > max_units_per_invocation) team = team == 1 ? subgroup_team(caps) : 2 * team;
+    config.workgroup_size = (config.workgroup_size + team - 1) / team * team;
     if (config.workgroup_size > caps.max_workgroup_invocations || config.workgroup_size > caps.max_workgroup_size[0])
         fail("matvec: rows of {} columns need {} threads per row, more than a workgroup of this device holds",
              cols, config.threads_per_row);
@@ -130,9 +131,9 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
     if (x.size < uint64_t(weights.cols) * 4 || y.size < uint64_t(weights.rows) * 4)
         fail("matvec: {} x {} weights need x of {} bytes and y of {} bytes, got {} and {}", weights.rows,
              weights.cols, uint64_t(weights.cols) * 4, uint64_t(weights.rows) * 4, x.size, y.size);
-    MatvecConfig launch = config ? fit_row_length(*config, caps, weights.cols)
-                                 : matvec_config(caps, weights.type, weights.cols);
+    MatvecConfig launch = config ? *config : matvec_config(caps, weights.type, weights.cols);
     check_config(launch, caps, weights.type);
+    launch = fit_row_length(launch, caps, weights.cols);
 
     const gpu::Pipeline& pipeline = device.pipelines().get(
         matvec_pipeline_name(weights.type, launch.float16),

@@ -85,10 +85,10 @@ TEST_CASE("matmul over rows of 16384+ columns and over 16384+ rows") {
         check_matmul(test::device(), test::transfer(), {type, 5, 16384 + 256, 3});
         check_matmul(test::device(), test::transfer(), {type, 16411, test::column_granularity(type), 2, true});
     }
-    // 40960 columns are 1280 units: more than one dispatch may loop over on lavapipe, so the op sums
-    // the row in two dispatches.
-    check_matmul(test::device(), test::transfer(), {gguf::GgmlType::Q4_0, 5, 40960, 3});
-    check_matmul(test::device(), test::transfer(), {gguf::GgmlType::Q4_K, 6, 40960, 2, true});
+    // 262144 columns are 8192 units of about 14 loop iterations each, far past the 65535 after which
+    // lavapipe silently stops a loop: the op sums such rows over several dispatches.
+    check_matmul(test::device(), test::transfer(), {gguf::GgmlType::Q4_0, 5, 262144, 3});
+    check_matmul(test::device(), test::transfer(), {gguf::GgmlType::Q4_K, 6, 65536, 2, true});
 }
 
 TEST_CASE("matmul over a weight buffer split into segments, one dispatch each") {

@@ -89,13 +89,14 @@ TEST_CASE("matvec gives the same result for every launch shape, fp16 and fp32 ar
 }
 
 TEST_CASE("matvec splits rows that would loop past lavapipe's cap over more invocations") {
-    // 40960 columns are 1280 units of 32: one invocation per row would loop 1280 times, past the
-    // 1024 the op allows, so it must spread the row (lavapipe stops long loops silently).
+    // 2240000 columns are 70000 units of 32: one invocation per row would loop 70000 times, and
+    // lavapipe silently stops a loop after 65535 (seen here: a relative error of 0.2 without the
+    // split), so the op must spread each row over 128 lanes.
     const ops::MatvecConfig one_per_row{.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 2};
-    for (gguf::GgmlType type : {gguf::GgmlType::F16, gguf::GgmlType::Q6_K}) {
-        check_matvec(test::device(), test::transfer(), {type, 3, 40960, false, one_per_row});
-        check_matvec(test::device(), test::transfer(), {type, 3, 40960, true});
-    }
+    for (gguf::GgmlType type : {gguf::GgmlType::F16, gguf::GgmlType::Q4_0})
+        check_matvec(test::device(), test::transfer(), {type, 3, 70000 * 32, type == gguf::GgmlType::Q4_0, one_per_row});
+    // Rows of 40960 columns with the device's own launch shape.
+    check_matvec(test::device(), test::transfer(), {gguf::GgmlType::Q8_0, 5, 40960, true});
 }
 
 TEST_CASE("matvec over 16384+ rows") {
@@ -127,7 +128,8 @@ TEST_CASE("matvec refuses weights and buffers it cannot take") {
     CHECK_THROWS_WITH_AS(attempt(gguf::GgmlType::Q8_0, 200, 32), doctest::Contains("cannot hold 200 rows"), Error);
     CHECK_THROWS_WITH_AS(ops::matvec(device, {gguf::GgmlType::F32, 2, 512, &buffer}, range.sub(0, 64), range, false),
                          doctest::Contains("need x of 2048 bytes"), Error);
-    CHECK_THROWS_AS(ops::matvec(device, {gguf::GgmlType::F32, 4, 4, &buffer}, range, range, false,
-                                ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 3}),
-                    Error);
+    for (ops::MatvecConfig bad : {ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 3},
+                                  ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 0},
+                                  ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 5}})
+        CHECK_THROWS_AS(ops::matvec(device, {gguf::GgmlType::F32, 4, 4, &buffer}, range, range, false, bad), Error);
 }
