@@ -134,7 +134,9 @@ gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Options
     return buffer;
 }
 
-std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf::GgmlType type, const Options& options) {
+// The device's launch shape and its other arithmetic variant; with --sweep, every shape too.
+std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf::GgmlType type,
+                                             const Options& options) {
     ops::MatvecConfig chosen = ops::matvec_config(caps, type, options.cols);
     std::vector<ops::MatvecConfig> shapes = {chosen};
     if (caps.use_float16() && ops::has_f16_variant(type)) {  // the variant the device does not prefer

@@ -77,7 +77,8 @@ TEST_CASE("matvec gives the same result for every launch shape, fp16 and fp32 ar
     };
     // Launch shapes do not depend on the block format: 2-byte aligned blocks, blocks with a bias,
     // four scale groups per unit, and a dense type stand for the rest.
-    for (gguf::GgmlType type : {gguf::GgmlType::Q4_0, gguf::GgmlType::Q5_1, gguf::GgmlType::Q6_K, gguf::GgmlType::F16}) {
+    using enum gguf::GgmlType;
+    for (gguf::GgmlType type : {Q4_0, Q5_1, Q6_K, F16}) {
         const uint32_t g = test::column_granularity(type);
         for (size_t i = 0; i < shapes.size(); ++i) {
             ops::MatvecConfig config = shapes[i];
@@ -94,7 +95,8 @@ TEST_CASE("matvec splits rows that would loop past lavapipe's cap over more invo
     // split), so the op must spread each row over 128 lanes.
     const ops::MatvecConfig one_per_row{.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 2};
     for (gguf::GgmlType type : {gguf::GgmlType::F16, gguf::GgmlType::Q4_0})
-        check_matvec(test::device(), test::transfer(), {type, 3, 70000 * 32, type == gguf::GgmlType::Q4_0, one_per_row});
+        check_matvec(test::device(), test::transfer(),
+                     {type, 3, 70000 * 32, type == gguf::GgmlType::Q4_0, one_per_row});
     // Rows of 40960 columns with the device's own launch shape.
     check_matvec(test::device(), test::transfer(), {gguf::GgmlType::Q8_0, 5, 40960, true});
 }

@@ -47,6 +47,7 @@ std::vector<float> gpu_matvec(gpu::Device& device, gpu::Transfer& transfer, cons
                               bool accumulate, std::optional<ops::MatvecConfig> config = std::nullopt);
 std::vector<float> gpu_matmul(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
                               const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
-                              uint32_t n_tokens, bool accumulate, std::optional<ops::MatmulConfig> config = std::nullopt);
+                              uint32_t n_tokens, bool accumulate,
+                              std::optional<ops::MatmulConfig> config = std::nullopt);
 
 }  // namespace vkllm::test
