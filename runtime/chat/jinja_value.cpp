@@ -75,11 +75,11 @@ std::string python_float(double value) {
     std::string out = negative ? "-" : "";
     if (exponent < -4 || exponent >= 16) {  // repr switches to exponent notation here
         out += significant.substr(0, 1);
-        if (significant.size() > 1) out += "." + significant.substr(1);
+        if (significant.size() > 1) out.append(".").append(significant, 1);
         out += fmt::format("e{}{:02d}", exponent < 0 ? '-' : '+', std::abs(exponent));
         return out;
     }
-    if (exponent < 0) return out + "0." + std::string(size_t(-exponent - 1), '0') + significant;
+    if (exponent < 0) return out.append("0.").append(size_t(-exponent - 1), '0').append(significant);
     if (significant.size() <= size_t(exponent) + 1) {
         significant.append(size_t(exponent) + 1 - significant.size(), '0');
         return out + significant + ".0";
@@ -100,7 +100,7 @@ std::string python_string_repr(const std::string& s) {
             case '\r': out += "\\r"; break;
             case '\t': out += "\\t"; break;
             default:
-                if (c == quote) out += std::string("\\") + c;
+                if (c == quote) out.append(1, '\\').append(1, c);
                 else if (uint8_t(c) < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", uint8_t(c));
                 else out += c;
         }
@@ -128,13 +128,16 @@ std::string Value::repr() const {
         case Kind::String: return python_string_repr(string_);
         case Kind::List: {
             std::string out = "[";
-            for (size_t i = 0; i < list_->size(); ++i) out += (i ? ", " : "") + (*list_)[i].repr();
+            for (size_t i = 0; i < list_->size(); ++i) out.append(i ? ", " : "").append((*list_)[i].repr());
             return out + "]";
         }
         case Kind::Dict: {
             std::string out = "{";
             for (size_t i = 0; i < dict_->items.size(); ++i)
-                out += (i ? ", " : "") + python_string_repr(dict_->items[i].first) + ": " + dict_->items[i].second.repr();
+                out.append(i ? ", " : "")
+                    .append(python_string_repr(dict_->items[i].first))
+                    .append(": ")
+                    .append(dict_->items[i].second.repr());
             return out + "}";
         }
         case Kind::Function: return "<function>";
@@ -211,7 +214,7 @@ std::string json_string(const std::string& s) {
 
 void append_json(std::string& out, const Value& value, int indent, int depth) {
     auto newline = [&](int level) {
-        if (indent >= 0) out += "\n" + std::string(size_t(indent * level), ' ');
+        if (indent >= 0) out.append("\n").append(size_t(indent * level), ' ');
     };
     const char* item_separator = indent >= 0 ? "," : ", ";
     switch (value.kind()) {

@@ -71,6 +71,8 @@ TEST_CASE("Jinja semantics: whitespace control, scoping, filters, tests, Python 
                  {{"d", {{"a", 1}}}}) == "no False a=1");
     CHECK(render("{{ 7 // 2 }} {{ -7 // 2 }} {{ 7 % 3 }} {{ 1 / 4 }} {{ 2 ** 10 }} {{ 'ab' * 2 }} {{ 1 ~ 'x' }}") ==
           "3 -4 1 0.25 1024 abab 1x");
+    CHECK(render("{{ 1e-05 }} {{ 1e16 }} {{ 100.0 }} {{ 0.1 + 0.2 }} {{ -2.5e-7 }}") ==
+          "1e-05 1e+16 100.0 0.30000000000000004 -2.5e-07");  // Python's float repr
     CHECK(render("{{ '  x  ' | trim }}|{{ 'a\\\nb' }}|{{ \"it's\" }}") == "x|ab|it's");
     CHECK(render("{% macro greet(name, punct='!') %}hi {{ name }}{{ punct }}{% endmacro %}{{ greet('bob') }}") == "hi bob!");
     CHECK(render("{% for x in [1,2,3,4] if x is even %}{{ x }}{% else %}none{% endfor %}") == "24");
