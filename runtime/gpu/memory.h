@@ -23,6 +23,8 @@ enum class MemoryDomain {
 };
 
 // A bindable range of one VkBuffer; `mapped` points at its first byte when the host can see it.
+// Every range the allocator hands out starts at a multiple of 64 bytes and owns the memory up to
+// the next multiple of 64, so a kernel may read a range's last bytes as whole 32-bit words.
 struct BufferRange {
     VkBuffer buffer = VK_NULL_HANDLE;
     VkDeviceSize offset = 0;
