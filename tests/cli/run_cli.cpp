@@ -9,7 +9,6 @@
 #include <unistd.h>
 
 namespace vkllm::test {
-namespace {
 
 std::string slurp(const std::filesystem::path& path) {
     std::ifstream in(path, std::ios::binary);
@@ -17,8 +16,6 @@ std::string slurp(const std::filesystem::path& path) {
     text << in.rdbuf();
     return text.str();
 }
-
-}  // namespace
 
 CliResult run_cli(const std::string& arguments, const std::string& environment, const std::string& input) {
     auto directory = std::filesystem::temp_directory_path();

@@ -1,5 +1,6 @@
 #pragma once
 // Runs `vkllm ARGS` with extra environment assignments and captures what it prints.
+#include <filesystem>
 #include <string>
 
 namespace vkllm::test {
@@ -11,6 +12,9 @@ struct CliResult {
 
 // `environment` is prefixed to the command line, e.g. "VKLLM_DEVICE=0"; arguments are shell-quoted
 // by the caller. Standard input comes from `input` (a path).
+// A whole file's bytes ("" when it cannot be read).
+std::string slurp(const std::filesystem::path& path);
+
 CliResult run_cli(const std::string& arguments, const std::string& environment = "",
                   const std::string& input = "/dev/null");
 

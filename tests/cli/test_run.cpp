@@ -3,24 +3,17 @@
 #include <filesystem>
 #include <fstream>
 #include <algorithm>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "run_cli.h"
 
 using vkllm::test::run_cli;
+using vkllm::test::slurp;
 
 namespace {
 
 const std::filesystem::path shared = VKLLM_SHARED_DIR;
-
-std::string slurp(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::stringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
 
 }  // namespace
 
