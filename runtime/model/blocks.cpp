@@ -80,10 +80,9 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     auto v = qkv.sub((q_size + k_size) * f32, (n_tokens - 1) * qkv_size * f32 + v_size * f32);
     auto positions = b.range(b.step.positions);
     auto phases = b.range(spec.rope_phases);
-    b.graph.add(layer_name(layer, "rope_q"),
-                ops::rope(b.device, spec.rope, {n_tokens, c.n_head, c.head_dim_k, qkv_size}, phases, positions, b.range(qkv)));
-    b.graph.add(layer_name(layer, "rope_k"),
-                ops::rope(b.device, spec.rope, {n_tokens, c.n_head_kv, c.head_dim_k, qkv_size}, phases, positions, b.range(k)));
+    // q and k sit side by side in each row and rotate alike: one RoPE pass over both.
+    b.graph.add(layer_name(layer, "rope_qk"), ops::rope(b.device, spec.rope, {n_tokens, c.n_head + c.n_head_kv, c.head_dim_k,
+                                                                               qkv_size}, phases, positions, b.range(qkv)));
     b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv.type, {n_tokens, k_size, qkv_size, kv.n_cells},
                                                             b.range(k), b.range(b.step.slots), b.range(k_cache)));
     b.graph.add(layer_name(layer, "cache_v"), ops::kv_write(b.device, kv.type, {n_tokens, v_size, qkv_size, kv.n_cells},
