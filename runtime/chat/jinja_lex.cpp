@@ -6,6 +6,7 @@
 #include <cctype>
 
 #include "core/error.h"
+#include "tokenizer/unicode.h"
 
 namespace vkllm::chat::jinja {
 
@@ -161,7 +162,7 @@ std::string unescape(std::string_view body, const std::string& name, int line) {
             }
             i += digits;
             if (cpt > 0x10FFFF) fail("{}:{}: escape beyond U+10FFFF in a string", name, line);
-            append_codepoint(out, cpt);
+            tokenizer::append_utf8(out, char32_t(cpt));
         };
         switch (c) {
             case '\n': break;
@@ -186,24 +187,6 @@ std::string unescape(std::string_view body, const std::string& name, int line) {
 }
 
 }  // namespace
-
-void append_codepoint(std::string& out, uint32_t cpt) {
-    if (cpt < 0x80) {
-        out += char(cpt);
-    } else if (cpt < 0x800) {
-        out += char(0xC0 | (cpt >> 6));
-        out += char(0x80 | (cpt & 0x3F));
-    } else if (cpt < 0x10000) {
-        out += char(0xE0 | (cpt >> 12));
-        out += char(0x80 | ((cpt >> 6) & 0x3F));
-        out += char(0x80 | (cpt & 0x3F));
-    } else {
-        out += char(0xF0 | (cpt >> 18));
-        out += char(0x80 | ((cpt >> 12) & 0x3F));
-        out += char(0x80 | ((cpt >> 6) & 0x3F));
-        out += char(0x80 | (cpt & 0x3F));
-    }
-}
 
 std::vector<Token> tokenize(std::string_view text, int line, const std::string& name) {
     static constexpr std::string_view two_char_ops[] = {"==", "!=", "<=", ">=", "//", "**"};

@@ -26,6 +26,5 @@ struct Token {
 
 std::vector<Segment> split_segments(std::string_view source, const std::string& name);
 std::vector<Token> tokenize(std::string_view text, int line, const std::string& name);
-void append_codepoint(std::string& out, uint32_t cpt);
 
 }  // namespace vkllm::chat::jinja
