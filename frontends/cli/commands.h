@@ -7,6 +7,7 @@ namespace vkllm::cli {
 
 using Args = std::span<const std::string_view>;  // the arguments after the subcommand's name
 
+int bench(Args args);
 int bench_ops(Args args);
 int chat(Args args);
 int devices(Args args);

@@ -25,6 +25,7 @@ struct GraphStats {
     double bake_ms = 0, record_ms = 0;
     uint64_t recordings = 0, replays = 0;
     double submit_ms = 0;  // host time spent in vkQueueSubmit, all replays together
+    double wait_ms = 0;    // host time spent waiting for the GPU to finish, all replays together
 };
 
 struct PassTime {

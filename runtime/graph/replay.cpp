@@ -36,14 +36,16 @@ VkCommandBuffer begin(gpu::Device& device, VkCommandBufferUsageFlags flags) {
     return command_buffer;
 }
 
-void submit_and_wait(gpu::Device& device, VkCommandBuffer command_buffer, VkFence fence, double* submit_ms) {
+void submit_and_wait(gpu::Device& device, VkCommandBuffer command_buffer, VkFence fence, GraphStats* stats) {
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &command_buffer;
     auto started = Clock::now();
     VKLLM_VK_CHECK(vkQueueSubmit(device.queue(), 1, &submit, fence));
-    if (submit_ms) *submit_ms += milliseconds_since(started);
+    if (stats) stats->submit_ms += milliseconds_since(started);
+    started = Clock::now();
     VKLLM_VK_CHECK(vkWaitForFences(device.handle(), 1, &fence, VK_TRUE, UINT64_MAX));
+    if (stats) stats->wait_ms += milliseconds_since(started);
     VKLLM_VK_CHECK(vkResetFences(device.handle(), 1, &fence));
 }
 
@@ -86,7 +88,7 @@ void BakedGraph::record() {
 
 void BakedGraph::replay() {
     State& s = *state_;
-    submit_and_wait(*s.device, s.command_buffer, s.fence, &stats_.submit_ms);
+    submit_and_wait(*s.device, s.command_buffer, s.fence, &stats_);
     ++stats_.replays;
 }
 

@@ -52,6 +52,8 @@ public:
     // Stats of the one-token graph every decode step replays.
     const graph::GraphStats& decode_stats() { return graph_for(1, false).stats(); }
     void dump_decode_graph(std::ostream& out) { graph_for(1, false).dump(out); }
+    // Runs the one-token graph once more on the last step's inputs, timing every pass.
+    std::vector<graph::PassTime> profile_decode() { return graph_for(1, false).profile(); }
     // Graphs baked (recorded) so far, and replays of all of them.
     uint64_t graphs_recorded() const;
     uint64_t replays() const;

@@ -101,3 +101,24 @@ TEST_CASE("an 8-bit KV cache runs and still tells the story's start") {
     REQUIRE(result.exit_code == 0);
     CHECK(result.out.starts_with("Once upon a time, there was a little girl"));
 }
+
+TEST_CASE("bench --json reports prompt and generation speed with the decode accounting") {
+    auto model = shared / "testdata/models/stories260K.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    auto result = run_cli("bench -m " + model.string() + " -p 16 -n 8 -r 2 --json");
+    REQUIRE(result.exit_code == 0);
+    auto json = nlohmann::json::parse(result.out);
+    CHECK(!json["device"].get<std::string>().empty());
+    CHECK(json["pp"]["n"] == 16);
+    CHECK(json["pp"]["tok_s"].get<double>() > 0);
+    CHECK(json["tg"]["n"] == 8);
+    CHECK(json["tg"]["tok_s"].get<double>() > 0);
+    const auto& decode = json["decode"];
+    CHECK(decode["dispatches_per_token"].get<int>() > 0);
+    // Every weight but the embedding table (one row of it is read) streams once per token.
+    CHECK(decode["weight_bytes_per_token"].get<uint64_t>() < json["weight_bytes"].get<uint64_t>());
+    CHECK(decode["gpu_ms_by_op"].contains("attn"));
+}

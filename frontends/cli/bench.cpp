@@ -1,0 +1,137 @@
+// vkllm bench -m MODEL [-p 512] [-n 128] [-r REPS] [--json]: prompt processing and generation speed
+// in the spirit of llama-bench, with what explains them: GPU time per op kind, dispatches and
+// barriers per token, weight bytes read per token and the GB/s they make, host time per token.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "model_options.h"
+#include "sampling/sampler.h"
+
+namespace vkllm::cli {
+namespace {
+
+constexpr const char* bench_usage = "usage: vkllm bench {} [-p N] [-n N] [-r REPS] [--json]";
+
+using Clock = std::chrono::steady_clock;
+
+struct Spread {
+    double median, min, max;
+};
+
+Spread spread(std::vector<double> values) {
+    std::ranges::sort(values);
+    return {values[values.size() / 2], values.front(), values.back()};
+}
+
+// The op a pass belongs to: its name without the "blk.N." layer prefix or a ".k" dispatch index.
+std::string op_kind(std::string name) {
+    if (name.starts_with("blk.")) name = name.substr(name.find('.', 4) + 1);
+    if (auto dot = name.find('.'); dot != std::string::npos) name.resize(dot);
+    return name;
+}
+
+}  // namespace
+
+int bench(Args args) {
+    ModelOptions options;
+    uint32_t n_prompt = 512, n_gen = 128, reps = 3;
+    bool json = false;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (options.parse(args, i)) continue;
+        if (args[i] == "-p" && i + 1 < args.size()) n_prompt = parse_count("-p", args[++i]);
+        else if (args[i] == "-n" && i + 1 < args.size()) n_gen = parse_count("-n", args[++i]);
+        else if (args[i] == "-r" && i + 1 < args.size()) reps = parse_count("-r", args[++i]);
+        else if (args[i] == "--json") json = true;
+        else fail("unexpected argument '{}'; {}", args[i], fmt::format(bench_usage, ModelOptions::usage));
+    }
+    if (options.model_path.empty() || reps == 0 || n_prompt + n_gen == 0) fail(bench_usage, ModelOptions::usage);
+    if (!options.n_ctx) options.n_ctx = std::max(n_prompt, n_gen + 1);
+
+    LoadedModel loaded(options);
+    model::Session& session = *loaded.session;
+    const uint32_t n_vocab = loaded.model->info().n_vocab;
+    // Token ids are drawn at random (fixed seed), as llama-bench does: speed does not depend on them.
+    sampling::Rng rng(1234);
+    auto random_tokens = [&](uint32_t count) {
+        std::vector<int32_t> tokens(count);
+        for (int32_t& token : tokens) token = int32_t(rng.next() % n_vocab);
+        return tokens;
+    };
+
+    std::vector<double> pp_rates, tg_rates, host_ms;
+    for (uint32_t rep = 0; rep < reps; ++rep) {
+        if (n_prompt) {
+            session.truncate(0);
+            auto tokens = random_tokens(n_prompt);
+            auto started = Clock::now();
+            session.eval(tokens);
+            pp_rates.push_back(n_prompt / std::chrono::duration<double>(Clock::now() - started).count());
+        }
+        if (n_gen) {
+            session.truncate(0);
+            const graph::GraphStats before = session.decode_stats();
+            auto tokens = random_tokens(n_gen);
+            auto started = Clock::now();
+            for (int32_t token : tokens) session.eval(std::span(&token, 1));
+            double wall_ms = std::chrono::duration<double, std::milli>(Clock::now() - started).count();
+            const graph::GraphStats& after = session.decode_stats();
+            tg_rates.push_back(n_gen / (wall_ms / 1e3));
+            host_ms.push_back((wall_ms - (after.wait_ms - before.wait_ms)) / n_gen);
+        }
+    }
+
+    const graph::GraphStats& decode = session.decode_stats();
+    std::map<std::string, double> gpu_ms;
+    for (const auto& pass : session.profile_decode()) gpu_ms[op_kind(pass.name)] += pass.milliseconds;
+    const gpu::Capabilities& caps = loaded.device.caps();
+    nlohmann::ordered_json out = {
+        {"device", caps.name},
+        {"driver", caps.driver_name + " " + caps.driver_info},
+        {"model", loaded.model->info().name},
+        {"arch", loaded.model->info().arch},
+        {"weight_bytes", loaded.model->info().weight_bytes},
+        {"repetitions", reps},
+    };
+    if (n_prompt) {
+        Spread pp = spread(pp_rates);
+        out["pp"] = {{"n", n_prompt}, {"tok_s", pp.median}, {"min", pp.min}, {"max", pp.max}};
+    }
+    if (n_gen) {
+        Spread tg = spread(tg_rates);
+        out["tg"] = {{"n", n_gen}, {"tok_s", tg.median}, {"min", tg.min}, {"max", tg.max}};
+        out["decode"] = {{"dispatches_per_token", decode.dispatches},
+                         {"barriers_per_token", decode.barriers},
+                         {"weight_bytes_per_token", decode.weight_bytes},
+                         {"weight_gb_s", decode.weight_bytes * tg.median / 1e9},
+                         {"host_ms_per_token", spread(host_ms).median},
+                         {"gpu_ms_by_op", gpu_ms}};
+    }
+    if (json) {
+        std::printf("%s\n", out.dump(2).c_str());
+        return 0;
+    }
+    std::printf("device: %s (%s)\nmodel: %s, %.1f MiB of weights\n\n", caps.name.c_str(), out["driver"].get<std::string>().c_str(),
+                out["model"].get<std::string>().c_str(), loaded.model->info().weight_bytes / 1048576.0);
+    std::printf("| test | tokens | tok/s (median) | min | max |\n|---|---:|---:|---:|---:|\n");
+    for (const char* test : {"pp", "tg"})
+        if (out.contains(test))
+            std::printf("| %s | %u | %.2f | %.2f | %.2f |\n", test, out[test]["n"].get<uint32_t>(), out[test]["tok_s"].get<double>(),
+                        out[test]["min"].get<double>(), out[test]["max"].get<double>());
+    if (n_gen) {
+        const auto& d = out["decode"];
+        std::printf("\ndecode: %zu dispatches and %zu barriers per token; %.2f MiB of weights per token = %.3f GB/s; "
+                    "host %.3f ms per token outside the GPU wait\n",
+                    decode.dispatches, decode.barriers, decode.weight_bytes / 1048576.0, d["weight_gb_s"].get<double>(),
+                    d["host_ms_per_token"].get<double>());
+        std::printf("\n| op (decode, one token) | GPU ms |\n|---|---:|\n");
+        for (const auto& [kind, ms] : gpu_ms) std::printf("| %s | %.3f |\n", kind.c_str(), ms);
+    }
+    return 0;
+}
+
+}  // namespace vkllm::cli
