@@ -122,3 +122,39 @@ TEST_CASE("bench --json reports prompt and generation speed with the decode acco
     CHECK(decode["weight_bytes_per_token"].get<uint64_t>() < json["weight_bytes"].get<uint64_t>());
     CHECK(decode["gpu_ms_by_op"].contains("attn"));
 }
+
+TEST_CASE("perplexity: low on the model's own greedy story, high on its words shuffled; short text refused") {
+    auto model = shared / "testdata/models/stories260K.gguf";
+    if (!std::filesystem::exists(model)) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    std::string reference = slurp(shared / "testdata/models/stories260K.greedy256.derived.txt");
+    std::string story = reference.substr(reference.find("text: ") + 6);
+    std::vector<std::string> words;
+    for (size_t at = 0; at < story.size();) {
+        size_t end = std::min(story.find_first_of(" \n", at), story.size());
+        if (end > at) words.push_back(story.substr(at, end - at));
+        at = end + 1;
+    }
+    // A fixed derangement: every 7th word of a rotation, so no word keeps its neighbours.
+    std::string shuffled;
+    for (size_t i = 0; i < 2 * words.size(); ++i) shuffled += words[(i * 7 + 3) % words.size()] + " ";
+    auto directory = std::filesystem::temp_directory_path();
+    auto story_path = directory / "vkllm-ppl-story.txt", shuffled_path = directory / "vkllm-ppl-shuffled.txt";
+    std::ofstream(story_path) << story << story;
+    std::ofstream(shuffled_path) << shuffled;
+    auto final_ppl = [](const std::string& out) { return std::stod(out.substr(out.find("PPL = ") + 6)); };
+
+    auto on_story = run_cli("perplexity -m " + model.string() + " -f " + story_path.string() + " -c 128");
+    REQUIRE(on_story.exit_code == 0);
+    CHECK(final_ppl(on_story.out) < 3.0);
+    auto on_shuffled = run_cli("perplexity -m " + model.string() + " -f " + shuffled_path.string() + " -c 128");
+    REQUIRE(on_shuffled.exit_code == 0);
+    CHECK(final_ppl(on_shuffled.out) > 30.0);
+    auto too_short = run_cli("perplexity -m " + model.string() + " -f " + story_path.string() + " -c 4096");
+    CHECK(too_short.exit_code == 1);
+    CHECK(too_short.err.find("needs at least 8192") != std::string::npos);
+    std::filesystem::remove(story_path);
+    std::filesystem::remove(shuffled_path);
+}
