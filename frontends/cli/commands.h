@@ -14,6 +14,7 @@ int devices(Args args);
 int eval(Args args);
 int info(Args args);
 int run(Args args);
+int synth(Args args);
 int tokenize(Args args);
 int detokenize(Args args);
 int chat_template(Args args);

@@ -22,6 +22,7 @@ constexpr Command commands[] = {
     {"bench", vkllm::cli::bench, "prompt and generation speed, with GPU time per op, dispatches and GB/s"},
     {"bench-ops", vkllm::cli::bench_ops, "GB/s of each matvec kernel next to the device's streaming ceiling"},
     {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
+    {"synth", vkllm::cli::synth, "write a GGUF of a real model's shape with seeded random weights"},
     {"info", vkllm::cli::info, "show a GGUF file's metadata and tensors"},
     {"tokenize", vkllm::cli::tokenize, "token ids of a text (or a file's bytes) with a model's tokenizer"},
     {"detokenize", vkllm::cli::detokenize, "the text of token ids"},

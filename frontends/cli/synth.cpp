@@ -1,0 +1,253 @@
+// vkllm synth: a GGUF of a real model's shape with seeded random weights, for speed work and
+// loader tests without downloading a model. The vocabulary (and so the tokenizer) is the bundled
+// stories260K's 512-token SPM one, so every preset is small in its embedding and output matrices.
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "core/error.h"
+#include "gguf/quants.h"
+#include "gguf/reader.h"
+#include "gguf/writer.h"
+
+namespace vkllm::cli {
+
+namespace {
+
+constexpr std::string_view usage =
+    "usage: vkllm synth --arch llama --preset tiny|1b --type TYPE -o FILE [--seed S] [--vocab FILE]\n"
+    "  presets: tiny (n_embd 128, 3 layers, 4 heads, 2 kv heads, n_ff 256: the shared llama fixture's shape),\n"
+    "           1b (Llama-3.2-1B's shape: n_embd 2048, 16 layers, 32 heads, 8 kv heads, n_ff 8192, context 4096)\n"
+    "  types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k (K-quants need n_embd and n_ff multiples of 256)\n"
+    "  every preset takes the 512-token SPM vocabulary of --vocab (default: the bundled stories260K.gguf),\n"
+    "  so the 1b preset has the real model's layers but not its 128256-token embedding and output\n";
+
+struct Preset {
+    std::string_view name;
+    uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx_train;
+    float rope_freq_base;
+};
+
+constexpr std::array<Preset, 2> llama_presets = {{
+    {"tiny", 128, 3, 4, 2, 256, 2048, 10000.0f},
+    {"1b", 2048, 16, 32, 8, 8192, 4096, 500000.0f},
+}};
+
+// A weight type and the general.file_type (llama.cpp's llama_ftype) of a file whose matrices have it.
+struct WeightType {
+    std::string_view name;
+    gguf::GgmlType type;
+    uint32_t file_type;
+};
+
+constexpr std::array<WeightType, 11> weight_types = {{
+    {"f32", gguf::GgmlType::F32, 0},   {"f16", gguf::GgmlType::F16, 1},   {"bf16", gguf::GgmlType::BF16, 32},
+    {"q4_0", gguf::GgmlType::Q4_0, 2}, {"q4_1", gguf::GgmlType::Q4_1, 3}, {"q5_0", gguf::GgmlType::Q5_0, 8},
+    {"q5_1", gguf::GgmlType::Q5_1, 9}, {"q8_0", gguf::GgmlType::Q8_0, 7}, {"q4_k", gguf::GgmlType::Q4_K, 14},
+    {"q5_k", gguf::GgmlType::Q5_K, 16}, {"q6_k", gguf::GgmlType::Q6_K, 18},
+}};
+
+// The writer holds the whole file twice while writing it; larger files would need a streaming writer.
+constexpr uint64_t max_file_bytes = uint64_t(3) << 30;
+
+struct Options {
+    std::string_view arch, preset, type, out, vocab = VKLLM_BUNDLED_VOCAB;
+    uint64_t seed = 1;
+};
+
+Options parse_options(Args args) {
+    Options options;
+    for (size_t i = 0; i < args.size(); ++i) {
+        std::string_view arg = args[i];
+        if (i + 1 >= args.size()) fail("option '{}' needs a value or is unknown; {}", arg, "see vkllm synth --help");
+        std::string_view value = args[++i];
+        if (arg == "--arch") options.arch = value;
+        else if (arg == "--preset") options.preset = value;
+        else if (arg == "--type") options.type = value;
+        else if (arg == "-o") options.out = value;
+        else if (arg == "--vocab") options.vocab = value;
+        else if (arg == "--seed") {
+            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), options.seed);
+            if (ec != std::errc() || end != value.data() + value.size())
+                fail("--seed '{}' is not a non-negative integer", value);
+        } else {
+            fail("unknown option '{}'; see vkllm synth --help", arg);
+        }
+    }
+    if (options.arch.empty() || options.preset.empty() || options.type.empty() || options.out.empty())
+        fail("--arch, --preset, --type and -o are required; see vkllm synth --help");
+    return options;
+}
+
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+    if (a.size() != b.size()) return false;
+    for (size_t i = 0; i < a.size(); ++i)
+        if (std::tolower(static_cast<unsigned char>(a[i])) != std::tolower(static_cast<unsigned char>(b[i])))
+            return false;
+    return true;
+}
+
+const Preset& find_preset(std::string_view arch, std::string_view name) {
+    if (arch != "llama") fail("unknown --arch '{}'; synth knows: llama", arch);
+    for (const Preset& preset : llama_presets)
+        if (preset.name == name) return preset;
+    fail("unknown --preset '{}' for llama; presets: tiny, 1b", name);
+}
+
+const WeightType& find_weight_type(std::string_view name) {
+    for (const WeightType& type : weight_types)
+        if (same_ignoring_case(type.name, name)) return type;
+    fail("unknown --type '{}'; types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k", name);
+}
+
+// splitmix64: a tiny generator whose stream depends only on its seed, the same on every platform.
+class Random {
+public:
+    explicit Random(uint64_t seed) : state_(seed) {}
+    uint64_t next() {
+        uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+        return z ^ (z >> 31);
+    }
+    float uniform() { return float(next() >> 40) * 0x1.0p-24f * 2.0f - 1.0f; }  // [-1, 1)
+
+private:
+    uint64_t state_;
+};
+
+// Each tensor's values come from the seed and its name alone, so they don't depend on tensor order.
+uint64_t tensor_seed(uint64_t seed, std::string_view name) {
+    uint64_t hash = 0xcbf29ce484222325ull;  // FNV-1a
+    for (char c : name) hash = (hash ^ uint8_t(c)) * 0x100000001b3ull;
+    return Random(seed ^ hash).next();
+}
+
+class ModelWriter {
+public:
+    ModelWriter(const WeightType& type, uint64_t seed) : type_(type), seed_(seed) {}
+
+    // A norm weight: F32 values near 1, as trained RMSNorm scales are.
+    void add_norm(const std::string& name, uint64_t n) {
+        Random random(tensor_seed(seed_, name));
+        std::vector<float> values(n);
+        for (float& v : values) v = 1.0f + 0.1f * random.uniform();
+        add(name, gguf::GgmlType::F32, {n}, values);
+    }
+
+    // A matrix of `rows` outputs by `cols` inputs, uniform with standard deviation 1/sqrt(cols),
+    // so each output of a matvec keeps about the scale of its input.
+    void add_matrix(const std::string& name, uint64_t cols, uint64_t rows) {
+        Random random(tensor_seed(seed_, name));
+        const float scale = std::sqrt(3.0f / float(cols));
+        std::vector<float> values(cols * rows);
+        for (float& v : values) v = scale * random.uniform();
+        add(name, type_.type, {cols, rows}, values);
+    }
+
+    gguf::Writer& writer() { return writer_; }
+    uint64_t tensor_bytes() const { return tensor_bytes_; }
+
+private:
+    void add(const std::string& name, gguf::GgmlType type, std::vector<uint64_t> ne, std::span<const float> values) {
+        const std::vector<std::byte> data = gguf::quantize(type, values);
+        tensor_bytes_ += data.size();
+        writer_.add_tensor(name, type, ne, data);
+    }
+
+    const WeightType& type_;
+    uint64_t seed_;
+    gguf::Writer writer_;
+    uint64_t tensor_bytes_ = 0;
+};
+
+uint64_t matrix_bytes(gguf::GgmlType type, const Preset& p, uint64_t n_vocab) {
+    const uint64_t head_dim = p.n_embd / p.n_head;
+    const uint64_t per_layer = gguf::row_bytes(type, p.n_embd) * (2 * p.n_embd + 2 * head_dim * p.n_head_kv + 2 * p.n_ff) +
+                               gguf::row_bytes(type, p.n_ff) * p.n_embd;
+    return per_layer * p.n_layer + 2 * gguf::row_bytes(type, p.n_embd) * n_vocab;
+}
+
+void check_fits(const WeightType& type, const Preset& preset, uint64_t n_vocab) {
+    const uint32_t block = gguf::block_size(type.type);
+    if (preset.n_embd % block != 0 || preset.n_ff % block != 0)
+        fail("--type {} needs n_embd and n_ff to be multiples of {}, but preset '{}' has {} and {}; use q8_0 or "
+             "another preset", type.name, block, preset.name, preset.n_embd, preset.n_ff);
+    const uint64_t bytes = matrix_bytes(type.type, preset, n_vocab);
+    if (bytes > max_file_bytes)
+        fail("preset '{}' in {} would be {} MiB, more than synth's {} MiB limit; choose a quantized type",
+             preset.name, type.name, bytes >> 20, max_file_bytes >> 20);
+}
+
+void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, const gguf::File& vocab) {
+    const uint32_t head_dim = p.n_embd / p.n_head;
+    w.add_string("general.architecture", "llama");
+    w.add_string("general.name", fmt::format("vkllm-synth-llama-{}-{}", p.name, type.name));
+    w.add_u32("general.file_type", type.file_type);
+    w.add_u32("general.quantization_version", 2);
+    w.add_u32("llama.context_length", p.n_ctx_train);
+    w.add_u32("llama.embedding_length", p.n_embd);
+    w.add_u32("llama.block_count", p.n_layer);
+    w.add_u32("llama.feed_forward_length", p.n_ff);
+    w.add_u32("llama.attention.head_count", p.n_head);
+    w.add_u32("llama.attention.head_count_kv", p.n_head_kv);
+    w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    w.add_f32("llama.rope.freq_base", p.rope_freq_base);
+    w.add_u32("llama.rope.dimension_count", head_dim);
+    w.add_u32("llama.attention.key_length", head_dim);
+    w.add_u32("llama.attention.value_length", head_dim);
+    for (const gguf::KeyValue& kv : vocab.metadata())
+        if (kv.key.starts_with("tokenizer.ggml.")) w.add_value(kv.key, kv.value);
+}
+
+}  // namespace
+
+int synth(Args args) {
+    for (std::string_view arg : args)
+        if (arg == "--help" || arg == "-h") {
+            std::fwrite(usage.data(), 1, usage.size(), stdout);
+            return 0;
+        }
+    const Options options = parse_options(args);
+    const Preset& preset = find_preset(options.arch, options.preset);
+    const WeightType& type = find_weight_type(options.type);
+    const gguf::File vocab = gguf::File::open(std::string(options.vocab));
+    const auto tokens = vocab.get_string_array("tokenizer.ggml.tokens");
+    if (!tokens) fail("{}: no tokenizer.ggml.tokens to take the vocabulary from", vocab.name());
+    const uint64_t n_vocab = tokens->size();
+    check_fits(type, preset, n_vocab);
+
+    ModelWriter model(type, options.seed);
+    add_metadata(model.writer(), preset, type, vocab);
+    const uint64_t head_dim = preset.n_embd / preset.n_head, n_embd_kv = head_dim * preset.n_head_kv;
+    model.add_matrix("token_embd.weight", preset.n_embd, n_vocab);
+    model.add_norm("output_norm.weight", preset.n_embd);
+    model.add_matrix("output.weight", preset.n_embd, n_vocab);
+    for (uint32_t il = 0; il < preset.n_layer; ++il) {
+        const std::string blk = fmt::format("blk.{}.", il);
+        model.add_norm(blk + "attn_norm.weight", preset.n_embd);
+        model.add_matrix(blk + "attn_q.weight", preset.n_embd, preset.n_embd);
+        model.add_matrix(blk + "attn_k.weight", preset.n_embd, n_embd_kv);
+        model.add_matrix(blk + "attn_v.weight", preset.n_embd, n_embd_kv);
+        model.add_matrix(blk + "attn_output.weight", preset.n_embd, preset.n_embd);
+        model.add_norm(blk + "ffn_norm.weight", preset.n_embd);
+        model.add_matrix(blk + "ffn_gate.weight", preset.n_embd, preset.n_ff);
+        model.add_matrix(blk + "ffn_up.weight", preset.n_embd, preset.n_ff);
+        model.add_matrix(blk + "ffn_down.weight", preset.n_ff, preset.n_embd);
+    }
+    model.writer().write(std::string(options.out));
+    std::printf("%.*s: llama %.*s in %.*s, %.1f MiB of tensors, seed %llu\n", int(options.out.size()),
+                options.out.data(), int(preset.name.size()), preset.name.data(), int(type.name.size()),
+                type.name.data(), double(model.tensor_bytes()) / (1 << 20), (unsigned long long)options.seed);
+    return 0;
+}
+
+}  // namespace vkllm::cli
