@@ -1,6 +1,7 @@
 // vkllm synth: a GGUF of a real model's shape with seeded random weights, for speed work and
 // loader tests without downloading a model. The vocabulary (and so the tokenizer) is the bundled
 // stories260K's 512-token SPM one, so every preset is small in its embedding and output matrices.
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <charconv>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -131,6 +133,24 @@ uint64_t tensor_seed(uint64_t seed, std::string_view name) {
     return Random(seed ^ hash).next();
 }
 
+// Rows quantize independently, so threads over row ranges give the same bytes as one thread; the
+// K-quant reference quantizers search scales per block and take minutes for 1b on one core.
+std::vector<std::byte> quantize_rows(gguf::GgmlType type, uint64_t cols, std::span<const float> values) {
+    const uint64_t n_rows = values.size() / cols, bytes_per_row = gguf::row_bytes(type, cols);
+    std::vector<std::byte> data(n_rows * bytes_per_row);
+    const uint64_t n_threads = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, n_rows);
+    const uint64_t rows_per_thread = (n_rows + n_threads - 1) / n_threads;
+    std::vector<std::jthread> threads;
+    for (uint64_t first = 0; first < n_rows; first += rows_per_thread) {
+        const uint64_t count = std::min(rows_per_thread, n_rows - first);
+        threads.emplace_back([=, &data] {
+            gguf::quantize(type, values.subspan(first * cols, count * cols),
+                           std::span(data).subspan(first * bytes_per_row, count * bytes_per_row));
+        });
+    }
+    return data;
+}
+
 class ModelWriter {
 public:
     ModelWriter(const WeightType& type, uint64_t seed) : type_(type), seed_(seed) {}
@@ -158,7 +178,7 @@ public:
 
 private:
     void add(const std::string& name, gguf::GgmlType type, std::vector<uint64_t> ne, std::span<const float> values) {
-        const std::vector<std::byte> data = gguf::quantize(type, values);
+        const std::vector<std::byte> data = quantize_rows(type, ne[0], values);
         tensor_bytes_ += data.size();
         writer_.add_tensor(name, type, ne, data);
     }
