@@ -13,6 +13,7 @@ int chat(Args args);
 int devices(Args args);
 int eval(Args args);
 int info(Args args);
+int perplexity(Args args);
 int run(Args args);
 int synth(Args args);
 int tokenize(Args args);

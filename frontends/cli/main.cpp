@@ -19,6 +19,7 @@ constexpr Command commands[] = {
     {"run", vkllm::cli::run, "generate text from a prompt"},
     {"chat", vkllm::cli::chat, "talk with the model through its chat template, keeping the KV cache across turns"},
     {"eval", vkllm::cli::eval, "teacher-forced logits of every position, written as float32"},
+    {"perplexity", vkllm::cli::perplexity, "perplexity of a text, as llama.cpp computes it"},
     {"bench", vkllm::cli::bench, "prompt and generation speed, with GPU time per op, dispatches and GB/s"},
     {"bench-ops", vkllm::cli::bench_ops, "GB/s of each matvec kernel next to the device's streaming ceiling"},
     {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
