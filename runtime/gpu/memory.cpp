@@ -82,27 +82,24 @@ const BufferRange& Buffer::range() const {
     return segments_[0];
 }
 
-template <class Bytes, class Copy>
-void Buffer::for_each_piece(VkDeviceSize offset, Bytes bytes, Copy copy) const {
-    if (!host_visible()) fail("buffer is not host-visible");
-    if (offset + bytes.size() > size_) fail("host access [{}, +{}) is outside a {}-byte buffer", offset, bytes.size(), size_);
-    VkDeviceSize done = 0, step = segment_size();
-    while (done < bytes.size()) {
-        VkDeviceSize at = offset + done;
-        const BufferRange& segment = segments_[at / step];
-        VkDeviceSize within = at % step;
-        VkDeviceSize count = std::min<VkDeviceSize>(bytes.size() - done, segment.size - within);
-        copy(segment.mapped + within, bytes.data() + done, count);
-        done += count;
-    }
+void Buffer::fail_outside(VkDeviceSize offset, VkDeviceSize size) const {
+    fail("access to [{}, +{}) is outside a {}-byte buffer", offset, size, size_);
 }
 
 void Buffer::write(VkDeviceSize offset, std::span<const std::byte> bytes) const {
-    for_each_piece(offset, bytes, [](std::byte* dst, const std::byte* src, size_t n) { std::memcpy(dst, src, n); });
+    if (!host_visible()) fail("buffer is not host-visible");
+    for_each_segment(offset, bytes.size(), [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from,
+                                               VkDeviceSize count) {
+        std::memcpy(segment.mapped + within, bytes.data() + from, count);
+    });
 }
 
 void Buffer::read(VkDeviceSize offset, std::span<std::byte> bytes) const {
-    for_each_piece(offset, bytes, [](std::byte* src, std::byte* dst, size_t n) { std::memcpy(dst, src, n); });
+    if (!host_visible()) fail("buffer is not host-visible");
+    for_each_segment(offset, bytes.size(), [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from,
+                                               VkDeviceSize count) {
+        std::memcpy(bytes.data() + from, segment.mapped + within, count);
+    });
 }
 
 Allocator::Allocator(Device& device, VkPhysicalDevice physical) : device_(device) {

@@ -5,6 +5,7 @@
 // no row straddles two segments.
 #include <volk.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -56,6 +57,21 @@ public:
     void write(VkDeviceSize offset, std::span<const std::byte> bytes) const;
     void read(VkDeviceSize offset, std::span<std::byte> bytes) const;
 
+    // Calls visit(segment, offset within it, offset within the range, bytes) for each piece of
+    // [offset, offset + size) that lies in one segment, in order.
+    template <class Visit>
+    void for_each_segment(VkDeviceSize offset, VkDeviceSize size, Visit visit) const {
+        if (offset + size > size_) fail_outside(offset, size);
+        for (VkDeviceSize done = 0; done < size;) {
+            const VkDeviceSize at = offset + done;
+            const BufferRange& segment = segments_[at / segment_size()];
+            const VkDeviceSize within = at % segment_size();
+            const VkDeviceSize count = std::min(size - done, segment.size - within);
+            visit(segment, within, done, count);
+            done += count;
+        }
+    }
+
 private:
     friend class Allocator;
     struct Piece {
@@ -67,8 +83,7 @@ private:
     std::vector<BufferRange> segments_;
     std::vector<Piece> pieces_;
     void release();
-    template <class Bytes, class Copy>
-    void for_each_piece(VkDeviceSize offset, Bytes bytes, Copy copy) const;
+    [[noreturn]] void fail_outside(VkDeviceSize offset, VkDeviceSize size) const;
 };
 
 struct MemoryStats {

@@ -24,20 +24,6 @@ Transfer::~Transfer() {
     }
 }
 
-template <class Copy>
-void Transfer::for_each_segment(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, Copy copy) {
-    if (offset + size > buffer.size()) fail("transfer of [{}, +{}) outside a {}-byte buffer", offset, size, buffer.size());
-    VkDeviceSize done = 0, step = buffer.segment_size();
-    while (done < size) {
-        VkDeviceSize at = offset + done;
-        const BufferRange& segment = buffer.segments()[at / step];
-        VkDeviceSize within = at % step;
-        VkDeviceSize count = std::min(size - done, segment.size - within);
-        copy(segment, within, done, count);
-        done += count;
-    }
-}
-
 VkCommandBuffer Transfer::begin() {
     if (!command_buffer_) command_buffer_ = device_.allocate_command_buffer();
     if (!recording_) {
@@ -66,8 +52,8 @@ void Transfer::upload(const Buffer& destination, VkDeviceSize offset, std::span<
         destination.write(offset, bytes);
         return;
     }
-    for_each_segment(destination, offset, bytes.size(),
-                     [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
+    destination.for_each_segment(offset, bytes.size(),
+                                 [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
         while (count > 0) {
             if (head_ == ring_.size()) flush();
             VkDeviceSize chunk = std::min(count, ring_.size() - head_);
@@ -89,8 +75,8 @@ void Transfer::readback(const Buffer& source, VkDeviceSize offset, std::span<std
         return;
     }
     const BufferRange& ring = readback_ring_.range();
-    for_each_segment(source, offset, bytes.size(),
-                     [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
+    source.for_each_segment(offset, bytes.size(),
+                                 [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
         while (count > 0) {
             VkDeviceSize chunk = std::min(count, ring.size);
             VkBufferCopy region{segment.offset + within, ring.offset, chunk};

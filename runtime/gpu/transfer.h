@@ -42,10 +42,6 @@ private:
     size_t submits_ = 0;
 
     VkCommandBuffer begin();
-    // Calls copy(segment, offset within segment, offset within bytes, count) for each piece of
-    // [offset, offset + size) of `buffer`.
-    template <class Copy>
-    static void for_each_segment(const Buffer& buffer, VkDeviceSize offset, VkDeviceSize size, Copy copy);
 };
 
 }  // namespace vkllm::gpu
