@@ -113,6 +113,14 @@ PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfi
 
 }  // namespace
 
+namespace {
+
+void require_scratch(const AttentionBuffers& buffers, uint64_t needed, const char* op) {
+    if (buffers.scratch.size < needed) fail("{}: scratch of {} bytes, {} needed", op, buffers.scratch.size, needed);
+}
+
+}  // namespace
+
 bool attention_prefill_supports(const gpu::Capabilities& caps, const AttentionConfig& config) {
     return fit_prefill_launch(caps, config).has_value();
 }
@@ -126,9 +134,7 @@ std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const Attention
                                             const AttentionShape& shape, const AttentionBuffers& buffers,
                                             uint32_t chunk_workgroups) {
     check(config, shape, buffers, "attention_decode");
-    if (buffers.scratch.size < attention_decode_scratch_bytes(config, shape))
-        fail("attention_decode: scratch of {} bytes, {} needed", buffers.scratch.size,
-             attention_decode_scratch_bytes(config, shape));
+    require_scratch(buffers, attention_decode_scratch_bytes(config, shape), "attention_decode");
     const gpu::Capabilities& caps = device.caps();
     const uint32_t chunk = decode_chunk(config), n_chunks = decode_chunks(config, shape);
     const uint32_t heads = decode_heads(caps, config, chunk);
@@ -176,9 +182,7 @@ std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const Attentio
                                              const AttentionShape& shape, const AttentionBuffers& buffers,
                                              uint32_t key_limit) {
     check(config, shape, buffers, "attention_prefill");
-    if (buffers.scratch.size < attention_prefill_scratch_bytes(config, shape))
-        fail("attention_prefill: scratch of {} bytes, {} needed", buffers.scratch.size,
-             attention_prefill_scratch_bytes(config, shape));
+    require_scratch(buffers, attention_prefill_scratch_bytes(config, shape), "attention_prefill");
     const gpu::Capabilities& caps = device.caps();
     const PrefillLaunch launch = prefill_launch(caps, config);
     const gpu::Pipeline& pipeline = device.pipelines().get(
