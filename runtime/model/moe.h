@@ -1,0 +1,49 @@
+#pragma once
+// The mixture-of-experts feed-forward block (model-notes.md C.0 "MoE", C.4-C.6), shared by the
+// Mixtral-style `llama`, `deepseek2`/`mistral4` and `minimax-m3` layers. Routing runs on the GPU and
+// nothing is read back: one token reads only its selected experts' rows (matvec_id), and a chunk of
+// tokens is grouped by expert so each expert's weights are read once per chunk (matmul_id).
+#include <cstdint>
+
+#include "model/blocks.h"
+#include "model/weights.h"
+#include "ops/elementwise.h"
+#include "ops/moe_route.h"
+
+namespace vkllm::model::blocks {
+
+// One layer's MoE tensors as the loader uploads them. A 3-D expert tensor {cols, rows, n_expert} is
+// one Weight of n_expert * rows rows (expert e's matrix is rows e*rows .. e*rows + rows - 1).
+struct MoeWeights {
+    const Weight& gate_inp;               // ffn_gate_inp {n_embd, n_expert}: router logits
+    const Weight* exp_probs_b = nullptr;  // exp_probs_b.bias {n_expert}: added for selection only; null: none
+    // Either fused ffn_gate_up_exps {n_embd, 2*n_ff_exp, n_expert} (each expert's gate rows, then its
+    // up rows) or ffn_gate_exps and ffn_up_exps {n_embd, n_ff_exp, n_expert}; the others null.
+    const Weight* gate_up_exps = nullptr;
+    const Weight* gate_exps = nullptr;
+    const Weight* up_exps = nullptr;
+    const Weight& down_exps;                    // ffn_down_exps {n_ff_exp, n_embd, n_expert}
+    const WeightGroup* gate_up_shexp = nullptr;  // ffn_gate_shexp, ffn_up_shexp {n_embd, n_ff_shexp}; null: none
+    const Weight* down_shexp = nullptr;         // ffn_down_shexp {n_ff_shexp, n_embd}
+};
+
+struct MoeSpec {
+    ops::MoeRouting routing;  // n_expert, n_expert_used, scoring, groups, normalisation, routed scale
+    uint32_t n_ff_exp = 0;    // expert_feed_forward_length (or feed_forward_length for Mixtral)
+    uint32_t n_ff_shexp = 0;  // n_ff_exp * expert_shared_count; 0: no shared expert
+    ops::Glu activation = ops::Glu::SwiGlu;  // of the routed and the shared experts
+};
+
+// x += shared(normed) + sum over the selected experts e (in selection order) of w_e * down_e(act(
+// gate_e(normed), up_e(normed))), for the builder's tokens; normed and x are f32 [n_tokens][n_embd].
+// Passes are named blk.N.ffn_moe_*; their weight bytes count the n_expert_used selected experts per
+// token (and the shared expert), which is what decode reads. Throws vkllm::Error naming the layer on
+// inconsistent weights and spec.
+void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const MoeWeights& weights,
+             const MoeSpec& spec);
+
+// Checks the weights' shapes against the spec (the loader checks each tensor; this checks that they
+// agree with each other); ffn_moe calls it too.
+void check_moe(int layer, const MoeWeights& weights, const MoeSpec& spec);
+
+}  // namespace vkllm::model::blocks
