@@ -102,6 +102,31 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
     float softcap;  // 0: off
 } VKLLM_PARAMS_END(AttentionParams, 44);
 
+// MiniMax sparse attention (runtime/ops/sparse_attention.h). Block scores: for each token and index
+// head, the max over each block of block_size cells of index query . index key (cells past the
+// token's position excluded), the local_blocks blocks ending at the token's own forced to the top.
+VKLLM_PARAMS_STRUCT(MsaScoreParams) {
+    uint n_tokens;
+    uint n_cells;
+    uint n_blocks;
+    uint block_size;
+    uint local_blocks;
+    uint q_stride;  // floats between tokens' index queries, a multiple of 4
+} VKLLM_PARAMS_END(MsaScoreParams, 24);
+
+// Attention of each KV group's query heads over the top_k blocks selected for the group (block ids
+// with their scores: a block scored -inf holds no visible key and is skipped).
+VKLLM_PARAMS_STRUCT(MsaAttentionParams) {
+    uint n_tokens;
+    uint q_stride;  // a multiple of 4
+    uint n_head;
+    uint n_head_kv;
+    uint n_cells;
+    uint block_size;
+    uint top_k;
+    float scale;
+} VKLLM_PARAMS_END(MsaAttentionParams, 32);
+
 // ---- matvec / matmul (engineer "matmul"): y = W x with W [rows][cols] in ggml order. ----
 // A weight split into segments is one dispatch per segment; the segment holds rows
 // row_offset .. row_offset + row_count - 1 of W and is bound as the weight binding.
