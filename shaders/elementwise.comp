@@ -3,14 +3,15 @@
 //   ADD     y = a + b[i % b_n]           (a residual, or a bias repeated over rows)
 //   SCALE   y = x * factor
 //   SOFTCAP y = factor * tanh(x / factor)  (final logit softcapping), tanh(u) = 1 - 2 / (e^2u + 1)
-//   SWIGLU  y = silu(gate) * up          silu(z) = z / (1 + e^-z)
-//   GEGLU   y = gelu_tanh(gate) * up     0.5 z (1 + tanh(u)) written as z / (1 + e^(-2u)): no inf/inf
+//   SWIGLU  y = silu(gate) * up          (shaders/glu.glsl)
+//   GEGLU   y = gelu_tanh(gate) * up
 // Each invocation handles 4 consecutive elements, with vec4 loads when the sizes allow. The output may
 // alias an input.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
 layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
+#include "glu.glsl"
 
 
 layout(std430, binding = 0) readonly buffer A { float a[]; };
@@ -34,11 +35,9 @@ vec4 apply(vec4 first, vec4 second) {
 #elif defined(SOFTCAP)
     return p.factor * (1.0 - 2.0 / (exp(2.0 * first / p.factor) + 1.0));
 #elif defined(SWIGLU)
-    return first / (1.0 + exp(-first)) * second;
+    return swiglu(first, second);
 #elif defined(GEGLU)
-    const float sqrt_2_over_pi = 0.7978845608028654;
-    vec4 u = sqrt_2_over_pi * (first + 0.044715 * first * first * first);
-    return first / (1.0 + exp(-2.0 * u)) * second;
+    return geglu(first, second);
 #endif
 }
 

@@ -10,6 +10,7 @@
 layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
 #include "half_rte.glsl"
+#include "kv_quant.glsl"
 
 
 layout(std430, binding = 0) readonly buffer Rows { float rows[]; };
@@ -35,11 +36,7 @@ void main() {
     const uint quant_word = (slot * p.row_size + b * BLOCK) / 4;
     for (uint w = 0; w < BLOCK / 4; ++w) {
         const vec4 v = vec4(rows[src + 4 * w], rows[src + 4 * w + 1], rows[src + 4 * w + 2], rows[src + 4 * w + 3]);
-        // roundf: the fractional part is exact (Sterbenz), so halves are caught without x + 0.5 rounding.
-        const vec4 scaled = v * inverse, whole = floor(abs(scaled));
-        const vec4 rounded = whole + vec4(greaterThanEqual(abs(scaled) - whole, vec4(0.5)));
-        const uvec4 q = uvec4(ivec4(sign(scaled) * rounded)) & 0xFFu;
-        cache[quant_word + w] = q.x | q.y << 8 | q.z << 16 | q.w << 24;
+        cache[quant_word + w] = q8_0_pack4(v, inverse);
     }
     const uint scale_index = slot * blocks_per_row + b;
     const uint scale_word = p.n_cells * p.row_size / 4 + scale_index / 2, shift = 16 * (scale_index & 1u);

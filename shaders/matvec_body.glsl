@@ -1,5 +1,12 @@
-// Matrix-vector product y = W x (decode), or y += W x with p.accumulate (the residual add fused in).
-// Included after a dequant_<type>.glsl. Bindings: 0 weights (one split segment), 1 x, 2 y.
+// Matrix-vector product y = W in (decode), or y += W in with p.accumulate (the residual add fused in).
+// Included after a dequant_<type>.glsl. Bindings: 0 weights (one split segment), 1 x, 2 y, 3 the
+// RMSNorm weight (bound but unread for the other inputs).
+// The input vector `in` is formed from x as it is loaded (specialization INPUT), so no pass writes it:
+//   INPUT_PLAIN     in = x
+//   INPUT_RMS_NORM  in = x / sqrt(mean(x^2) + p.eps) * norm_weight: each workgroup sums x^2 itself,
+//                   cols floats, little next to the weight bytes of its rows
+//   INPUT_SWIGLU    in = swiglu(gate, up), INPUT_GEGLU in = geglu(gate, up), for x = [gate | up] of
+//                   cols values each (shaders/glu.glsl)
 //
 // A team of THREADS_PER_ROW lanes shares ROWS_PER_TEAM rows: lane l takes units l, l + T, ... of
 // each row, so consecutive lanes read consecutive blocks and one x load serves all the team's rows.
@@ -9,16 +16,37 @@
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "params.h"
+#include "glu.glsl"
 
 const uint MAX_ROWS_PER_TEAM = 4;
+const uint INPUT_PLAIN = 0, INPUT_RMS_NORM = 1, INPUT_SWIGLU = 2, INPUT_GEGLU = 3;  // ops::MatvecInput::Kind
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint THREADS_PER_ROW = 32;  // 1 or a multiple of the subgroup size
 layout(constant_id = 4) const uint ROWS_PER_TEAM = 1;     // 1..MAX_ROWS_PER_TEAM
+layout(constant_id = 5) const uint INPUT = INPUT_PLAIN;
 
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
+layout(set = 0, binding = 3, std430) readonly buffer NormWeight { vec4 norm_weight4[]; };
 layout(push_constant) uniform Push { MatvecParams p; };
+#include "workgroup_reduce.glsl"
+
+// 1 / rms(x) with INPUT_RMS_NORM, summed over the workgroup (every invocation must call it).
+float input_scale() {
+    if (INPUT != INPUT_RMS_NORM) return 1.0;
+    float sum_squares = 0.0;
+    for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x4[i], x4[i]);
+    return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
+}
+
+// in[4 i4 .. 4 i4 + 3].
+vec4 input4(uint i4, float scale) {
+    if (INPUT == INPUT_RMS_NORM) return x4[i4] * scale * norm_weight4[i4];
+    if (INPUT == INPUT_SWIGLU) return swiglu(x4[i4], x4[i4 + p.cols / 4]);
+    if (INPUT == INPUT_GEGLU) return geglu(x4[i4], x4[i4 + p.cols / 4]);
+    return x4[i4];
+}
 
 // Per subgroup and row, when a team spans several subgroups (lanes are assumed to fill subgroups in
 // local invocation order, as every driver does for a 1-D workgroup).
@@ -71,6 +99,7 @@ void main() {
     const uint units = (p.cols + UNIT_ELEMS - 1) / UNIT_ELEMS;
     const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
     const uint row_bytes = weight_row_bytes(p.cols);
+    const float scale = input_scale();
 
     // Rows past the end repeat the last row (never stored), so every lane runs the same loop.
     uint row_byte[MAX_ROWS_PER_TEAM];
@@ -88,7 +117,7 @@ void main() {
         float xsum[SCALE_GROUPS];
         [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
             vec4 x = vec4(0.0);
-            if (i < runs) x = x4[(col0 + run_element(unit, i)) >> 2];
+            if (i < runs) x = input4((col0 + run_element(unit, i)) >> 2, scale);
             xs[i] = QVEC4(x);
             if (HAS_BIAS) {
                 if (i % (UNIT_RUNS / SCALE_GROUPS) == 0) xsum[i / (UNIT_RUNS / SCALE_GROUPS)] = 0.0;

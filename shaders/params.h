@@ -55,6 +55,20 @@ VKLLM_PARAMS_STRUCT(RopeParams) {
     float mscale;       // cos and sin multiplier (attn_factor, YaRN-corrected)
 } VKLLM_PARAMS_END(RopeParams, 24);
 
+// RoPE on q and k of fused qkv rows and their K/V cache writes (rope_kv_write.comp): each token row
+// of token_stride floats holds q [n_head][head_dim], k [n_head_kv][head_dim], v [n_head_kv][head_dim_v].
+VKLLM_PARAMS_STRUCT(RopeKvParams) {
+    uint n_tokens;
+    uint n_head;
+    uint n_head_kv;
+    uint head_dim;
+    uint head_dim_v;
+    uint n_dims;
+    uint token_stride;
+    uint n_cells;
+    float mscale;
+} VKLLM_PARAMS_END(RopeKvParams, 36);
+
 // x [n_tokens][row] *= 1 + beta * ln(1 + floor(pos / floor_length)).
 VKLLM_PARAMS_STRUCT(AttnTempParams) {
     uint n_tokens;
@@ -132,13 +146,15 @@ VKLLM_PARAMS_STRUCT(MsaAttentionParams) {
 // row_offset .. row_offset + row_count - 1 of W and is bound as the weight binding.
 // accumulate = 1: y += W x (the residual add fused in); a flag rather than a specialization, so one
 // compiled pipeline serves both (lavapipe compiles each pipeline for up to a second).
-// matvec: x [cols], y [rows].
+// matvec: x [cols], y [rows]; the kernel's INPUT specialization may form its input from x first
+// (an RMSNorm with eps, or a GLU of x = [gate | up]).
 VKLLM_PARAMS_STRUCT(MatvecParams) {
     uint cols;
     uint row_count;
     uint row_offset;
     uint accumulate;
-} VKLLM_PARAMS_END(MatvecParams, 16);
+    float eps;  // INPUT_RMS_NORM
+} VKLLM_PARAMS_END(MatvecParams, 20);
 
 // matmul: x [n_tokens][cols], y [n_tokens][rows] (each token's vector contiguous, as ggml_mul_mat);
 // sums over the 32-column units unit_begin .. unit_end - 1 of k (long rows take several dispatches).

@@ -1,16 +1,12 @@
 #version 450
 // RoPE in place (model-notes.md B): one invocation per rotated pair of one head of one token.
 // Pairing from a spec constant: adjacent (x[2i], x[2i+1]) or NeoX (x[i], x[i + n_dims/2]); dims past
-// n_dims are left as they are.
-//
-// The angle pos * freq_i is taken modulo one turn in 64-bit fixed point: the host gives each pair
-// frac(freq_i / 2pi) * 2^64 (YaRN mix, freq_scale and freq_factors folded in), and pos * that,
-// wrapped to 64 bits, is the angle's fraction of a turn. An f32 angle would be off by pos * 2^-24
-// radians, already 0.06 rad at position 10^6; this keeps the rotation exact at every position.
+// n_dims are left as they are. The angle comes from shaders/rope_turn.glsl.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
 layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
+#include "rope_turn.glsl"
 
 layout(constant_id = 3) const bool NEOX = false;
 
@@ -25,14 +21,8 @@ void main() {
     if (pair >= p.n_tokens * p.n_head * half_dims) return;
     const uint i = pair % half_dims, head = pair / half_dims % p.n_head, token = pair / half_dims / p.n_head;
 
-    // High word of pos * phase (mod 2^64): the turn fraction's top 32 bits, taken as signed so the
-    // angle lands in [-pi, pi) where sin and cos are most accurate.
-    const uint pos = uint(positions[token]);
-    uint carry, low;
-    umulExtended(pos, phase_per_position[i].x, carry, low);
-    const int turn = int(carry + pos * phase_per_position[i].y);
-    const float theta = float(turn) * (6.283185307179586 / 4294967296.0);
-    const float c = cos(theta) * p.mscale, s = sin(theta) * p.mscale;
+    const vec2 cs = rope_cos_sin(uint(positions[token]), phase_per_position[i], p.mscale);
+    const float c = cs.x, s = cs.y;
 
     const uint base = token * p.token_stride + head * p.head_dim;
     const uint i0 = base + (NEOX ? i : 2 * i), i1 = base + (NEOX ? i + half_dims : 2 * i + 1);

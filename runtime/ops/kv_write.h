@@ -1,10 +1,13 @@
 #pragma once
-// KV-cache write (shaders/kv_write.comp): rows of K or V projections into the cache cells named by
-// an int32 slot buffer, rounded to f16 or quantized to q8_0 (layout: ops/attention_config.h).
+// KV-cache writes: rows of K or V projections into the cache cells named by an int32 slot buffer,
+// rounded to f16 or quantized to q8_0 (layout: ops/attention_config.h). kv_write stores rows as they
+// are (shaders/kv_write.comp); rope_kv_write also applies RoPE to q and k of fused qkv rows, so one
+// pass replaces RoPE and both cache writes (shaders/rope_kv_write.comp).
 #include <cstdint>
 
 #include "gpu/dispatch.h"
 #include "ops/attention_config.h"
+#include "ops/rope_config.h"
 
 namespace vkllm::ops {
 
@@ -18,5 +21,20 @@ struct KvWriteShape {
 // rows: f32; slots: int32 [n_tokens]; cache: kv_cache_bytes(type, n_cells, row_size).
 gpu::Dispatch kv_write(gpu::Device& device, KvType type, const KvWriteShape& shape, const gpu::BufferRange& rows,
                        const gpu::BufferRange& slots, const gpu::BufferRange& cache);
+
+// qkv rows [n_tokens] of token_stride floats, each q [n_head][head_dim], k [n_head_kv][head_dim],
+// v [n_head_kv][head_dim_v] (then anything up to the stride).
+struct RopeKvShape {
+    uint32_t n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
+    uint32_t token_stride = 0;  // 0: the three parts packed
+    uint32_t n_cells = 0;       // cells of each cache; slots outside it are skipped
+};
+
+// Rotates q in place, and writes rope(k) and v into cells slots[t] of k_cache and v_cache; phases
+// and positions as ops::rope takes them.
+gpu::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvType type, const RopeKvShape& shape,
+                            const gpu::BufferRange& phases, const gpu::BufferRange& positions,
+                            const gpu::BufferRange& slots, const gpu::BufferRange& qkv, const gpu::BufferRange& k_cache,
+                            const gpu::BufferRange& v_cache);
 
 }  // namespace vkllm::ops

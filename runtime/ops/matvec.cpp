@@ -126,28 +126,43 @@ std::string matvec_pipeline_name(gguf::GgmlType type, bool float16) {
 
 std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
                                   const gpu::BufferRange& y, bool accumulate, std::optional<MatvecConfig> config) {
+    return matvec(device, weights, MatvecInput::plain(x), y, accumulate, config);
+}
+
+std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
+                                  const gpu::BufferRange& y, bool accumulate, std::optional<MatvecConfig> config) {
+    using Kind = MatvecInput::Kind;
     const gpu::Capabilities& caps = device.caps();
     const std::vector<WeightSegment> segments = weight_segments(weights, "matvec");
-    if (x.size < uint64_t(weights.cols) * 4 || y.size < uint64_t(weights.rows) * 4)
+    const bool glu = input.kind == Kind::SwiGlu || input.kind == Kind::GeGlu || input.kind == Kind::SwiGluOai;
+    const uint64_t x_bytes = uint64_t(weights.cols) * 4 * (glu ? 2 : 1);
+    if (input.x.size < x_bytes || y.size < uint64_t(weights.rows) * 4)
         fail("matvec: {} x {} weights need x of {} bytes and y of {} bytes, got {} and {}", weights.rows,
-             weights.cols, uint64_t(weights.cols) * 4, uint64_t(weights.rows) * 4, x.size, y.size);
+             weights.cols, x_bytes, uint64_t(weights.rows) * 4, input.x.size, y.size);
+    if (input.kind == Kind::RmsNorm && (!input.norm_weight || input.norm_weight->size < uint64_t(weights.cols) * 4))
+        fail("matvec: an RMSNorm input of {} columns needs a norm weight of {} bytes", weights.cols,
+             uint64_t(weights.cols) * 4);
     MatvecConfig launch = config ? *config : matvec_config(caps, weights.type, weights.cols);
     check_config(launch, caps, weights.type);
     launch = fit_row_length(launch, caps, weights.cols);
 
     const gpu::Pipeline& pipeline = device.pipelines().get(
         matvec_pipeline_name(weights.type, launch.float16),
-        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}});
+        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team},
+         {5, uint32_t(input.kind)}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
         gpu::Dispatch& dispatch = dispatches.emplace_back();
         dispatch.pipeline = &pipeline;
+        // Binding 3 is read only for an RMSNorm input; the others bind x there again.
         dispatch.bindings = {{segment.range, gpu::Access::Read},
-                             {x, gpu::Access::Read},
-                             {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write}};
+                             {input.x, gpu::Access::Read},
+                             {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write},
+                             {input.norm_weight.value_or(input.x), gpu::Access::Read}};
         dispatch.params(params::MatvecParams{.cols = weights.cols, .row_count = segment.row_count,
-                                             .row_offset = segment.row_offset, .accumulate = accumulate});
+                                             .row_offset = segment.row_offset, .accumulate = accumulate,
+                                             .eps = input.eps});
         dispatch.groups = group_grid((segment.row_count + rows_per_group - 1) / rows_per_group, caps);
     }
     return dispatches;

@@ -1,7 +1,8 @@
 #pragma once
-// Matrix-vector products for decode: y = W x, or y += W x with the residual add fused in. W stays in
-// its GGUF blocks (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) and is decoded in
-// the kernel (shaders/matvec_<type>.comp, block decoding in shaders/dequant_<type>.glsl).
+// Matrix-vector products for decode: y = W x, or y += W x with the residual add fused in, where x may
+// first go through the RMSNorm or GLU activation before the projection (fused too). W stays in its
+// GGUF blocks (F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K) and is decoded in the
+// kernel (shaders/matvec_<type>.comp, block decoding in shaders/dequant_<type>.glsl).
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -11,6 +12,7 @@
 
 #include "gguf/types.h"
 #include "gpu/dispatch.h"
+#include "ops/elementwise.h"
 
 namespace vkllm::gpu {
 struct Capabilities;
@@ -61,9 +63,34 @@ MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, u
 // The pipeline name for a weight type: matvec_q4_k, or matvec_q4_k_f16 for the fp16 variant.
 std::string matvec_pipeline_name(gguf::GgmlType type, bool float16);
 
-// One dispatch per weight segment computing y = W x (y += W x with accumulate); x holds cols floats
-// and y rows floats. A config (for tests and benchmarks) replaces the device's default; its
-// threads_per_row is still raised where a row would loop past lavapipe's cap.
+// The vector a matvec multiplies, formed from x as the kernel loads it, so that the pass which would
+// otherwise write it (and its dispatch) disappears.
+struct MatvecInput {
+    enum class Kind : uint32_t { Plain, RmsNorm, SwiGlu, GeGlu, SwiGluOai };  // INPUT_* in shaders/matvec_body.glsl
+    Kind kind = Kind::Plain;
+    gpu::BufferRange x;  // Plain, RmsNorm: cols floats; SwiGlu, GeGlu: [gate | up], 2 * cols floats
+    std::optional<gpu::BufferRange> norm_weight;  // RmsNorm: f32 [cols]
+    float eps = 0;                                // RmsNorm
+
+    static MatvecInput plain(const gpu::BufferRange& x) { return {.x = x}; }
+    // x / sqrt(mean(x^2) + eps) * weight: the RMSNorm before a projection.
+    static MatvecInput rms_norm(const gpu::BufferRange& x, const gpu::BufferRange& weight, float eps) {
+        return {.kind = Kind::RmsNorm, .x = x, .norm_weight = weight, .eps = eps};
+    }
+    // act(gate) * up with gate_up = [gate | up]: the GLU before a down projection.
+    static MatvecInput glu(Glu activation, const gpu::BufferRange& gate_up) {
+        const Kind kind = activation == Glu::SwiGlu ? Kind::SwiGlu : activation == Glu::GeGlu ? Kind::GeGlu : Kind::SwiGluOai;
+        return {.kind = kind, .x = gate_up};
+    }
+};
+
+// One dispatch per weight segment computing y = W in (y += W in with accumulate) for the input
+// formed from x; y holds rows floats. A config (for tests and benchmarks) replaces the device's
+// default; its threads_per_row is still raised where a row would loop past lavapipe's cap.
+std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
+                                  const gpu::BufferRange& y, bool accumulate,
+                                  std::optional<MatvecConfig> config = std::nullopt);
+// y = W x (y += W x with accumulate) for x of cols floats.
 std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
                                   const gpu::BufferRange& y, bool accumulate,
                                   std::optional<MatvecConfig> config = std::nullopt);
