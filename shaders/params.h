@@ -199,6 +199,15 @@ VKLLM_PARAMS_STRUCT(GraphIndirectParams) {
     uint group_size;
 } VKLLM_PARAMS_END(GraphIndirectParams, 8);
 
+// ---- Vision (runtime/ops/patch_grid.h): regroupings of an nx x ny grid of n_embd-float patches.
+VKLLM_PARAMS_STRUCT(PatchGridParams) {
+    uint n_embd;
+    uint nx;
+    uint ny;
+    uint k;      // pooling kernel or merge size; 1 for row breaks
+    uint n_out;  // floats written
+} VKLLM_PARAMS_END(PatchGridParams, 20);
+
 #ifdef __cplusplus
 }  // namespace vkllm::params
 #undef VKLLM_PARAMS_STRUCT

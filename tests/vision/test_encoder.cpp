@@ -1,0 +1,40 @@
+// The encoders against llama.cpp's projector output on the vision fixtures.
+#include <doctest/doctest.h>
+
+#include "fixture_check.h"
+#include "gpu_fixture.h"
+#include "vision/encoder.h"
+
+using namespace vkllm;
+
+namespace {
+
+// Relative RMS of the embeddings against image_embd.f32 of a fixture, or a negative value when absent.
+double embedding_error(const std::string& fixture, double& encode_ms) {
+    auto dir = test::fixture_dir("vision/" + fixture);
+    if (dir.empty()) return -1;
+    gguf::File mmproj = gguf::File::open(dir / "mmproj.gguf");
+    vision::Encoder encoder(test::device(), mmproj);
+    const vision::ImageEmbeddings& got = encoder.encode(vision::load_image(dir / "chelsea.png"));
+    encode_ms = encoder.last_stats().milliseconds;
+    std::vector<float> want = test::read_f32(dir / "image_embd.f32");
+    REQUIRE(got.values.size() == want.size());
+    return test::relative_error(got.values, want);
+}
+
+}  // namespace
+
+TEST_CASE("Pixtral and Gemma 3 image embeddings match llama.cpp's") {
+    for (auto [name, tolerance] : {std::pair{"pixtral_vis", 1e-3}, std::pair{"gemma3_vis", 1e-2}}) {
+        const std::string fixture = name;
+        CAPTURE(fixture);
+        double encode_ms = 0;
+        const double error = embedding_error(fixture, encode_ms);
+        if (error < 0) {
+            MESSAGE("../shared/fixtures absent: skipping " << fixture);
+            continue;
+        }
+        MESSAGE(fixture << ": relative RMS " << error << ", encoded in " << encode_ms << " ms");
+        CHECK(error <= tolerance);
+    }
+}
