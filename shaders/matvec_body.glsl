@@ -7,6 +7,8 @@
 //                   cols floats, little next to the weight bytes of its rows
 //   INPUT_SWIGLU    in = swiglu(gate, up), INPUT_GEGLU in = geglu(gate, up), for x = [gate | up] of
 //                   cols values each (shaders/glu.glsl)
+// With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is a slot:
+// y[slot] = W_{ids[slot]} x[slot]. Bindings: 0 weights, 1 x, 2 ids, 3 y.
 //
 // A team of THREADS_PER_ROW lanes shares ROWS_PER_TEAM rows: lane l takes units l, l + T, ... of
 // each row, so consecutive lanes read consecutive blocks and one x load serves all the team's rows.
@@ -27,22 +29,34 @@ layout(constant_id = 4) const uint ROWS_PER_TEAM = 1;     // 1..MAX_ROWS_PER_TEA
 layout(constant_id = 5) const uint INPUT = INPUT_PLAIN;
 
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
+#ifdef EXPERT_IDS
+layout(set = 0, binding = 2, std430) readonly buffer ExpertIds { uint expert_ids[]; };
+layout(set = 0, binding = 3, std430) writeonly buffer Output { float y[]; };
+layout(push_constant) uniform Push { MatvecIdParams p; };
+#else
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
 layout(set = 0, binding = 3, std430) readonly buffer NormWeight { vec4 norm_weight4[]; };
 layout(push_constant) uniform Push { MatvecParams p; };
+#endif
 #include "workgroup_reduce.glsl"
 
 // 1 / rms(x) with INPUT_RMS_NORM, summed over the workgroup (every invocation must call it).
 float input_scale() {
-    if (INPUT != INPUT_RMS_NORM) return 1.0;
-    float sum_squares = 0.0;
-    for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x4[i], x4[i]);
-    return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
+#ifndef EXPERT_IDS
+    if (INPUT == INPUT_RMS_NORM) {
+        float sum_squares = 0.0;
+        for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x4[i], x4[i]);
+        return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
+    }
+#endif
+    return 1.0;
 }
 
 // in[4 i4 .. 4 i4 + 3].
 vec4 input4(uint i4, float scale) {
+#ifndef EXPERT_IDS
     if (INPUT == INPUT_RMS_NORM) return x4[i4] * scale * norm_weight4[i4];
+#endif
     if (INPUT == INPUT_SWIGLU) return swiglu(x4[i4], x4[i4 + p.cols / 4]);
     if (INPUT == INPUT_GEGLU) return geglu(x4[i4], x4[i4 + p.cols / 4]);
     return x4[i4];
@@ -100,12 +114,31 @@ void main() {
     const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
     const uint row_bytes = weight_row_bytes(p.cols);
     const float scale = input_scale();
+#ifdef EXPERT_IDS
+    // Row i of the selection is row `expert_first + i` of the whole stack; the bound segment holds
+    // stack rows row_offset .. row_offset + row_count - 1. A workgroup none of whose rows lie in it exits.
+    const uint slot = gl_WorkGroupID.z;
+    const uint expert_first = expert_ids[slot] * p.expert_rows + p.row_begin;
+    const uint x_base = slot * p.x_stride;
+    const uint group_first = group * teams * ROWS_PER_TEAM;
+    const uint group_end = min(group_first + teams * ROWS_PER_TEAM, p.rows);
+    if (group_first >= group_end || expert_first + group_end <= p.row_offset ||
+        expert_first + group_first >= p.row_offset + p.row_count)
+        return;
+#else
+    const uint x_base = 0;
+#endif
 
     // Rows past the end repeat the last row (never stored), so every lane runs the same loop.
     uint row_byte[MAX_ROWS_PER_TEAM];
     float acc[MAX_ROWS_PER_TEAM];
     [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+#ifdef EXPERT_IDS
+        const int local = int(expert_first + first_row + r) - int(p.row_offset);
+        row_byte[r] = uint(clamp(local, 0, int(p.row_count) - 1)) * row_bytes;
+#else
         row_byte[r] = min(first_row + r, p.row_count - 1) * row_bytes;
+#endif
         acc[r] = 0.0;
     }
 
@@ -117,7 +150,7 @@ void main() {
         float xsum[SCALE_GROUPS];
         [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
             vec4 x = vec4(0.0);
-            if (i < runs) x = input4((col0 + run_element(unit, i)) >> 2, scale);
+            if (i < runs) x = input4((x_base + col0 + run_element(unit, i)) >> 2, scale);
             xs[i] = QVEC4(x);
             if (HAS_BIAS) {
                 if (i % (UNIT_RUNS / SCALE_GROUPS) == 0) xsum[i / (UNIT_RUNS / SCALE_GROUPS)] = 0.0;
@@ -137,11 +170,18 @@ void main() {
     reduce_team(acc, lane, team);
     if (lane != 0) return;
     [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+#ifdef EXPERT_IDS
+        const uint stack_row = expert_first + first_row + r;
+        if (r < ROWS_PER_TEAM && first_row + r < p.rows && stack_row >= p.row_offset &&
+            stack_row < p.row_offset + p.row_count)
+            y[slot * p.rows + first_row + r] = acc[r];
+#else
         if (r < ROWS_PER_TEAM && first_row + r < p.row_count) {
             const uint index = p.row_offset + first_row + r;
             float value = acc[r];
             if (p.accumulate != 0u) value += y[index];
             y[index] = value;
         }
+#endif
     }
 }

@@ -208,6 +208,65 @@ VKLLM_PARAMS_STRUCT(PatchGridParams) {
     uint n_out;  // floats written
 } VKLLM_PARAMS_END(PatchGridParams, 20);
 
+// ---- Mixture of experts (runtime/ops/moe_route.h, expert_matmul.h; engineer "moe"). ----
+// Routing of n_tokens rows of n_expert router logits to n_expert_used experts (moe_route.comp).
+VKLLM_PARAMS_STRUCT(MoeRouteParams) {
+    uint n_expert;
+    uint n_expert_used;
+    uint n_tokens;
+    uint scoring;       // ops::MoeScoring: 1 softmax, 2 sigmoid
+    uint has_bias;      // selection bias bound and used
+    uint norm_topk;     // weights /= max(sum, 6.103515625e-5)
+    float routed_scale; // 1: none
+    uint n_group;       // 1: no group limit
+    uint n_group_used;
+} VKLLM_PARAMS_END(MoeRouteParams, 36);
+
+// Per-expert lists of a chunk's (token, slot) entries (moe_group.comp).
+VKLLM_PARAMS_STRUCT(MoeGroupParams) {
+    uint n_expert;
+    uint n_expert_used;
+    uint n_tokens;
+} VKLLM_PARAMS_END(MoeGroupParams, 12);
+
+// x[t] += sum_s weights[t][s] * y[t][s] (+ shared[t]) over n floats per token (moe_combine.comp).
+VKLLM_PARAMS_STRUCT(MoeCombineParams) {
+    uint n;
+    uint n_expert_used;
+    uint n_tokens;
+    uint has_shared;
+} VKLLM_PARAMS_END(MoeCombineParams, 16);
+
+// matvec with EXPERT_IDS: rows row_begin .. row_begin + rows - 1 of expert ids[slot]'s expert_rows
+// rows; the bound segment holds stack rows row_offset .. row_offset + row_count - 1; x of slot s
+// starts at s * x_stride floats (0: one x for all slots); y [slots][rows].
+VKLLM_PARAMS_STRUCT(MatvecIdParams) {
+    uint cols;
+    uint row_count;
+    uint row_offset;
+    uint expert_rows;
+    uint row_begin;
+    uint rows;
+    uint x_stride;
+} VKLLM_PARAMS_END(MatvecIdParams, 28);
+
+// matmul with EXPERT_IDS: as MatvecIdParams for the rows; entries lists n_tokens per expert, entry =
+// token * n_slots + slot; x rows are entries with x_per_slot, else tokens; units as MatmulParams.
+VKLLM_PARAMS_STRUCT(MatmulIdParams) {
+    uint cols;
+    uint row_count;
+    uint row_offset;
+    uint expert_rows;
+    uint row_begin;
+    uint rows;
+    uint n_tokens;
+    uint n_slots;
+    uint x_per_slot;
+    uint unit_begin;
+    uint unit_end;
+    uint accumulate;
+} VKLLM_PARAMS_END(MatmulIdParams, 48);
+
 #ifdef __cplusplus
 }  // namespace vkllm::params
 #undef VKLLM_PARAMS_STRUCT

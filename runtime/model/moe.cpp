@@ -1,0 +1,158 @@
+#include "model/moe.h"
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "ops/copy.h"
+#include "ops/expert_matmul.h"
+
+namespace vkllm::model::blocks {
+namespace {
+
+constexpr uint64_t f32 = sizeof(float);
+
+std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
+
+// The expert products of one weight stack: matvec_id for one token (reading only the selected
+// experts), matmul_id over the chunk's per-expert lists otherwise.
+struct ExpertInputs {
+    graph::Region ids;                      // uint32 [n_tokens][n_expert_used]
+    std::optional<graph::Region> counts;    // per-expert lists (prefill only)
+    std::optional<graph::Region> entries;
+};
+
+// Bytes the selected experts' rows take: `experts` active experts' share of the stack.
+uint64_t active_bytes(const Weight& stack, const ops::ExpertRows& select, uint32_t experts) {
+    return stack.bytes() / select.n_expert * select.rows / select.expert_rows * experts;
+}
+
+void expert_product(Builder& b, const std::string& name, const Weight& stack, const ops::ExpertRows& select,
+                    graph::Region x, bool x_per_slot, const ExpertInputs& in, graph::Region y, uint32_t n_used) {
+    const uint32_t n_tokens = b.shape.n_tokens;
+    if (n_tokens == 1) {
+        b.add(name, ops::matvec_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(in.ids), b.range(y),
+                                   n_used),
+              active_bytes(stack, select, n_used));
+        return;
+    }
+    // Each expert any token selected is read once per chunk.
+    const uint32_t experts_read = std::min(select.n_expert, n_tokens * n_used);
+    b.add(name, ops::matmul_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(*in.counts),
+                               b.range(*in.entries), b.range(y), n_tokens, n_used),
+          active_bytes(stack, select, experts_read));
+}
+
+// out = down · act(gate · normed) * (up · normed) for the shared expert (not accumulated).
+void shared_expert(Builder& b, int layer, graph::Region normed, const MoeWeights& w, const MoeSpec& spec,
+                   graph::Region out) {
+    const uint32_t n_tokens = b.shape.n_tokens, n_ff = spec.n_ff_shexp;
+    auto gate_up = b.graph.transient(layer_name(layer, "ffn_shexp_gate_up_out"), n_tokens * 2 * n_ff * f32);
+    project(b, layer_name(layer, "ffn_gate_up_shexp"), *w.gate_up_shexp, normed, gate_up, false);
+    graph::Region gate = gate_up.sub(0, n_ff * f32), up = gate_up.sub(n_ff * f32, n_ff * f32);
+    if (n_tokens > 1) {
+        // Each token's row holds its gate then its up values; the activation pairs them contiguously.
+        gate = b.graph.transient(layer_name(layer, "ffn_shexp_gate_out"), n_tokens * n_ff * f32);
+        up = b.graph.transient(layer_name(layer, "ffn_shexp_up_out"), n_tokens * n_ff * f32);
+        b.graph.add(layer_name(layer, "ffn_shexp_gate_gather"),
+                    ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0}, b.range(gate), {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(layer_name(layer, "ffn_shexp_up_gather"),
+                    ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff}, b.range(up), {n_ff, 0}, n_tokens, n_ff));
+    }
+    auto hidden = b.graph.transient(layer_name(layer, "ffn_shexp_hidden"), n_tokens * n_ff * f32);
+    b.graph.add(layer_name(layer, "ffn_shexp_act"),
+                ops::glu(b.device, spec.activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));
+    project(b, layer_name(layer, "ffn_down_shexp"), *w.down_shexp, hidden, out, false);
+}
+
+uint32_t stack_rows(const Weight& w, uint32_t n_expert) { return w.rows / n_expert; }
+
+}  // namespace
+
+void check_moe(int layer, const MoeWeights& w, const MoeSpec& spec) {
+    const std::string where = fmt::format("layer {} mixture of experts", layer);
+    ops::check_moe_routing(spec.routing, where.c_str());
+    const uint32_t n_expert = spec.routing.n_expert, n_embd = w.gate_inp.cols, n_ff = spec.n_ff_exp;
+    auto expect = [&](const Weight* weight, uint32_t rows, uint32_t cols) {
+        if (weight && (weight->rows != rows || weight->cols != cols))
+            fail("{}: '{}' is {} x {}, expected {} x {}", where, weight->name, weight->rows, weight->cols, rows, cols);
+    };
+    expect(&w.gate_inp, n_expert, n_embd);
+    expect(w.exp_probs_b, 1, n_expert);
+    if (n_ff == 0 || (w.gate_up_exps != nullptr) == (w.gate_exps != nullptr || w.up_exps != nullptr) ||
+        (!w.gate_up_exps && !(w.gate_exps && w.up_exps)))
+        fail("{}: needs ffn_gate_up_exps or both ffn_gate_exps and ffn_up_exps, and an expert size", where);
+    expect(w.gate_up_exps, n_expert * 2 * n_ff, n_embd);
+    expect(w.gate_exps, n_expert * n_ff, n_embd);
+    expect(w.up_exps, n_expert * n_ff, n_embd);
+    expect(&w.down_exps, n_expert * n_embd, n_ff);
+    if ((w.gate_up_shexp != nullptr) != (w.down_shexp != nullptr) || (w.down_shexp != nullptr) != (spec.n_ff_shexp != 0))
+        fail("{}: a shared expert needs its gate/up and down weights and its size", where);
+    if (w.down_shexp) {
+        uint32_t rows = 0;
+        for (const Weight& part : w.gate_up_shexp->parts) {
+            expect(&part, part.rows, n_embd);
+            rows += part.rows;
+        }
+        if (rows != 2 * spec.n_ff_shexp) fail("{}: the shared expert's gate and up have {} rows, expected {}", where, rows, 2 * spec.n_ff_shexp);
+        expect(w.down_shexp, n_embd, spec.n_ff_shexp);
+    }
+}
+
+void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const MoeWeights& w, const MoeSpec& spec) {
+    check_moe(layer, w, spec);
+    const ops::MoeRouting& routing = spec.routing;
+    const uint32_t n_tokens = b.shape.n_tokens, n_embd = w.gate_inp.cols, n_ff = spec.n_ff_exp;
+    const uint32_t n_expert = routing.n_expert, n_used = routing.n_expert_used;
+    const uint64_t slots = uint64_t(n_tokens) * n_used;
+
+    // Router logits, then the selected experts and their weights, all on the GPU.
+    auto logits = b.graph.transient(layer_name(layer, "ffn_moe_logits"), n_tokens * n_expert * f32);
+    project(b, layer_name(layer, "ffn_gate_inp"), w.gate_inp, normed, logits, false);
+    ExpertInputs in{b.graph.transient(layer_name(layer, "ffn_moe_ids"), slots * 4), {}, {}};
+    auto weights = b.graph.transient(layer_name(layer, "ffn_moe_weights"), slots * f32);
+    b.graph.add(layer_name(layer, "ffn_moe_route"),
+                ops::moe_route(b.device, routing, b.range(logits), w.exp_probs_b ? w.exp_probs_b->range() : gpu::BufferRange{},
+                               b.range(in.ids), b.range(weights), n_tokens),
+                w.exp_probs_b ? w.exp_probs_b->bytes() : 0);
+    if (n_tokens > 1) {
+        in.counts = b.graph.transient(layer_name(layer, "ffn_moe_counts"), n_expert * 4);
+        in.entries = b.graph.transient(layer_name(layer, "ffn_moe_entries"), ops::moe_group_entries_bytes(n_expert, n_tokens));
+        b.graph.add(layer_name(layer, "ffn_moe_group"), ops::moe_group(b.device, b.range(in.ids), b.range(*in.counts),
+                                                                      b.range(*in.entries), n_expert, n_used, n_tokens));
+    }
+
+    // Each slot's gate and up rows, its activation, and its down projection.
+    auto gate = b.graph.transient(layer_name(layer, "ffn_moe_gate"), slots * n_ff * f32);
+    auto up = b.graph.transient(layer_name(layer, "ffn_moe_up"), slots * n_ff * f32);
+    if (w.gate_up_exps) {
+        // A fused stack gives each expert's gate rows, then its up rows: two products over one tensor.
+        const uint32_t rows = stack_rows(*w.gate_up_exps, n_expert);
+        expert_product(b, layer_name(layer, "ffn_gate_exps"), *w.gate_up_exps, {n_expert, rows, 0, n_ff}, normed, false,
+                       in, gate, n_used);
+        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.gate_up_exps, {n_expert, rows, n_ff, n_ff}, normed, false,
+                       in, up, n_used);
+    } else {
+        expert_product(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, normed, false, in,
+                       gate, n_used);
+        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, normed, false, in, up,
+                       n_used);
+    }
+    auto hidden = b.graph.transient(layer_name(layer, "ffn_moe_hidden"), slots * n_ff * f32);
+    b.graph.add(layer_name(layer, "ffn_moe_act"),
+                ops::glu(b.device, spec.activation, b.range(gate), b.range(up), b.range(hidden), uint32_t(slots * n_ff)));
+    auto experts_out = b.graph.transient(layer_name(layer, "ffn_moe_down"), slots * n_embd * f32);
+    expert_product(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd}, hidden, true, in,
+                   experts_out, n_used);
+
+    // x += sum of the weighted experts (+ the shared expert), in llama.cpp's order.
+    std::optional<graph::Region> shared;
+    if (w.down_shexp) {
+        shared = b.graph.transient(layer_name(layer, "ffn_shexp_out"), n_tokens * n_embd * f32);
+        shared_expert(b, layer, normed, w, spec, *shared);
+    }
+    b.graph.add(layer_name(layer, "ffn_moe_combine"),
+                ops::moe_combine(b.device, b.range(experts_out), b.range(weights), shared ? b.range(*shared) : gpu::BufferRange{},
+                                 b.range(x), n_embd, n_used, n_tokens));
+}
+
+}  // namespace vkllm::model::blocks

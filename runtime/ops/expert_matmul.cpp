@@ -1,0 +1,128 @@
+#include "ops/expert_matmul.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "gpu/capabilities.h"
+#include "gpu/device.h"
+#include "gpu/pipeline.h"
+#include "params.h"
+
+namespace vkllm::ops {
+
+namespace {
+
+// As in matmul.cpp: each 32-column unit costs an invocation about 14 loop iterations, and lavapipe
+// stops loops past 65535, so a dispatch sums at most this many units and longer rows take several.
+constexpr uint32_t max_units_per_dispatch = 768;
+
+void check_select(const WeightMatrix& experts, const ExpertRows& select, const char* op) {
+    if (select.n_expert == 0 || select.rows == 0 || select.row_begin + select.rows > select.expert_rows ||
+        uint64_t(select.n_expert) * select.expert_rows != experts.rows)
+        fail("{}: rows {}..{} of {} experts of {} rows do not fit a stack of {} rows", op, select.row_begin,
+             select.row_begin + select.rows, select.n_expert, select.expert_rows, experts.rows);
+}
+
+}  // namespace
+
+std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
+                                     const gpu::BufferRange& x, bool x_per_slot, const gpu::BufferRange& ids,
+                                     const gpu::BufferRange& y, uint32_t n_slots, std::optional<MatvecConfig> config) {
+    const gpu::Capabilities& caps = device.caps();
+    check_select(experts, select, "matvec_id");
+    const std::vector<WeightSegment> segments = weight_segments(experts, "matvec_id");
+    const uint64_t x_bytes = uint64_t(x_per_slot ? n_slots : 1) * experts.cols * 4;
+    if (n_slots == 0 || n_slots > caps.max_workgroup_count[2] || x.size < x_bytes || ids.size < uint64_t(n_slots) * 4 ||
+        y.size < uint64_t(n_slots) * select.rows * 4)
+        fail("matvec_id: {} slots of {} x {} experts need x of {} bytes, ids of {} and y of {}, got {}, {} and {}",
+             n_slots, select.rows, experts.cols, x_bytes, n_slots * 4, uint64_t(n_slots) * select.rows * 4, x.size,
+             ids.size, y.size);
+    // matvec's launch shape, fitted to the row length (matvec() checks and fits a given config alike).
+    const MatvecConfig default_launch = matvec_config(caps, experts.type, experts.cols);
+    MatvecConfig launch = config.value_or(default_launch);
+    launch.threads_per_row = std::max(launch.threads_per_row, default_launch.threads_per_row);
+    launch.workgroup_size = (launch.workgroup_size + launch.threads_per_row - 1) / launch.threads_per_row *
+                            launch.threads_per_row;
+    if (launch.float16 && !(caps.use_float16() && has_f16_variant(experts.type)))
+        fail("matvec_id: the fp16 variant for {} weights is not available on this device",
+             gguf::type_name(experts.type));
+
+    const gpu::Pipeline& pipeline = device.pipelines().get(
+        weight_pipeline_name("matvec_id", experts.type, launch.float16),
+        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}});
+    const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
+    std::vector<gpu::Dispatch> dispatches;
+    for (const WeightSegment& segment : segments) {
+        gpu::Dispatch& dispatch = dispatches.emplace_back();
+        dispatch.pipeline = &pipeline;
+        dispatch.bindings = {{segment.range, gpu::Access::Read},
+                             {x, gpu::Access::Read},
+                             {ids, gpu::Access::Read},
+                             {y, gpu::Access::Write}};
+        dispatch.params(params::MatvecIdParams{.cols = experts.cols, .row_count = segment.row_count,
+                                               .row_offset = segment.row_offset, .expert_rows = select.expert_rows,
+                                               .row_begin = select.row_begin, .rows = select.rows,
+                                               .x_stride = x_per_slot ? experts.cols : 0});
+        dispatch.groups = group_grid((select.rows + rows_per_group - 1) / rows_per_group, caps);
+        dispatch.groups[2] = n_slots;
+    }
+    return dispatches;
+}
+
+std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
+                                     const gpu::BufferRange& x, bool x_per_slot, const gpu::BufferRange& counts,
+                                     const gpu::BufferRange& entries, const gpu::BufferRange& y, uint32_t n_tokens,
+                                     uint32_t n_slots, std::optional<MatmulConfig> config) {
+    const gpu::Capabilities& caps = device.caps();
+    check_select(experts, select, "matmul_id");
+    const std::vector<WeightSegment> segments = weight_segments(experts, "matmul_id");
+    const uint64_t entries_total = uint64_t(n_tokens) * n_slots;
+    const uint64_t x_bytes = (x_per_slot ? entries_total : n_tokens) * experts.cols * 4;
+    const uint64_t y_bytes = entries_total * select.rows * 4;
+    if (n_tokens == 0 || n_slots == 0 || x.size < x_bytes || y.size < y_bytes ||
+        counts.size < uint64_t(select.n_expert) * 4 || entries.size < uint64_t(select.n_expert) * n_tokens * 4)
+        fail("matmul_id: {} tokens of {} slots over {} experts of {} x {} need x of {} bytes and y of {}, got {} and {}",
+             n_tokens, n_slots, select.n_expert, select.rows, experts.cols, x_bytes, y_bytes, x.size, y.size);
+    if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
+        fail("matmul_id: {} tokens of {} slots exceed 2^32 elements", n_tokens, n_slots);
+    const MatmulConfig launch = config.value_or(matmul_config(caps, experts.type));
+    const uint32_t invocations = launch.tile_rows / 4 * (launch.tile_tokens / 4);
+    if (launch.tile_rows % 4 != 0 || launch.tile_tokens % 4 != 0 || invocations == 0 ||
+        invocations > caps.max_workgroup_invocations || (launch.float16 && !(caps.use_float16() && has_f16_variant(experts.type))))
+        fail("matmul_id: a {} x {} tile{} does not run on this device", launch.tile_rows, launch.tile_tokens,
+             launch.float16 ? " in fp16" : "");
+
+    const gpu::Pipeline& pipeline = device.pipelines().get(
+        weight_pipeline_name("matmul_id", experts.type, launch.float16),
+        {{0, invocations}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
+    const uint32_t row_groups = (select.rows + launch.tile_rows - 1) / launch.tile_rows;
+    const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
+    if (row_groups > caps.max_workgroup_count[0] || token_groups > caps.max_workgroup_count[1] ||
+        select.n_expert > caps.max_workgroup_count[2])
+        fail("matmul_id: {} x {} x {} workgroups exceed the device's dispatch limits", row_groups, token_groups,
+             select.n_expert);
+    const uint32_t units = (experts.cols + weight_unit_elems - 1) / weight_unit_elems;
+    std::vector<gpu::Dispatch> dispatches;
+    for (const WeightSegment& segment : segments) {
+        // Each piece of k after the first adds to what the previous ones wrote.
+        for (uint32_t unit_begin = 0; unit_begin < units; unit_begin += max_units_per_dispatch) {
+            const bool add = unit_begin > 0;
+            gpu::Dispatch& dispatch = dispatches.emplace_back();
+            dispatch.pipeline = &pipeline;
+            dispatch.bindings = {{segment.range, gpu::Access::Read},
+                                 {x, gpu::Access::Read},
+                                 {counts, gpu::Access::Read},
+                                 {entries, gpu::Access::Read},
+                                 {y, add ? gpu::Access::ReadWrite : gpu::Access::Write}};
+            dispatch.params(params::MatmulIdParams{
+                .cols = experts.cols, .row_count = segment.row_count, .row_offset = segment.row_offset,
+                .expert_rows = select.expert_rows, .row_begin = select.row_begin, .rows = select.rows,
+                .n_tokens = n_tokens, .n_slots = n_slots, .x_per_slot = x_per_slot, .unit_begin = unit_begin,
+                .unit_end = std::min(units, unit_begin + max_units_per_dispatch), .accumulate = add});
+            dispatch.groups = {row_groups, token_groups, select.n_expert};
+        }
+    }
+    return dispatches;
+}
+
+}  // namespace vkllm::ops

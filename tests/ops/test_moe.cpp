@@ -1,0 +1,292 @@
+// Mixture-of-experts ops on the GPU against their C++ references: routing (softmax and sigmoid
+// scoring, selection bias, group limit, normalisation, routed scale; ties to the lower index, NaN
+// never chosen), the per-expert token lists, products with the selected experts for every weight
+// type (one token and a grouped chunk, fused gate/up halves, split weight buffers with experts
+// straddling segments, rows past lavapipe's loop cap) and the weighted combine.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <numeric>
+#include <random>
+
+#include "gpu_fixture.h"
+#include "op_harness.h"
+#include "ops/expert_matmul.h"
+#include "ops/moe_route.h"
+#include "ops/ref/moe_ref.h"
+#include "weight_fixture.h"
+
+using namespace vkllm;
+
+namespace {
+
+ref::MoeSelection gpu_route(const ops::MoeRouting& routing, std::span<const float> logits, std::span<const float> bias,
+                            uint32_t n_tokens) {
+    gpu::Device& device = test::device();
+    gpu::Buffer logits_buffer = test::upload_values(logits);
+    gpu::Buffer bias_buffer = test::upload_values(bias);
+    const uint64_t out_bytes = uint64_t(n_tokens) * routing.n_expert_used * 4;
+    gpu::Buffer ids = test::zero_buffer(out_bytes), weights = test::zero_buffer(out_bytes);
+    test::run(ops::moe_route(device, routing, logits_buffer.range(), bias.empty() ? gpu::BufferRange{} : bias_buffer.range(),
+                             ids.range(), weights.range(), n_tokens));
+    const size_t count = size_t(n_tokens) * routing.n_expert_used;
+    return {test::download_values<uint32_t>(ids, count), test::download_values<float>(weights, count)};
+}
+
+void check_route(const ops::MoeRouting& routing, std::span<const float> logits, std::span<const float> bias,
+                 uint32_t n_tokens, uint64_t seed, const char* what) {
+    const ref::MoeSelection want = ref::moe_route(logits, bias, routing, n_tokens);
+    const ref::MoeSelection got = gpu_route(routing, logits, bias, n_tokens);
+    INFO(what << ", seed " << seed);
+    CHECK(got.ids == want.ids);
+    test::check_close(got.weights, want.weights, 1e-6, seed, what);
+}
+
+struct RouteCase {
+    const char* what;
+    ops::MoeRouting routing;
+    bool bias;
+};
+
+}  // namespace
+
+TEST_CASE("moe_route matches the reference for each model's routing") {
+    using enum ops::MoeScoring;
+    const RouteCase cases[] = {
+        {"Mixtral: softmax, top 2 of 8, normalised", {8, 2, Softmax, true, 0, 0, 0}, false},
+        {"Mistral Small 4: softmax, top 4 of 128, normalised", {128, 4, Softmax, true, 1.0f, 1, 1}, false},
+        {"softmax, top 6 of 64, not normalised, scaled", {64, 6, Softmax, false, 16.0f, 0, 0}, false},
+        {"MiniMax-M3: sigmoid + bias, top 8 of 128, normalised, x2", {128, 8, Sigmoid, true, 2.0f, 0, 0}, true},
+        {"DeepSeek-V3: sigmoid + bias, 8 groups keep 4, top 8 of 256, x2.5", {256, 8, Sigmoid, true, 2.5f, 8, 4}, true},
+        {"softmax, 4 groups keep 1, top 3 of 12", {12, 3, Softmax, true, 0, 4, 1}, false},
+        {"every expert used: 32 of 32", {32, 32, Sigmoid, false, 0, 0, 0}, true},
+        {"the largest routing: top 32 of 512", {512, 32, Softmax, true, 0, 0, 0}, false},
+    };
+    for (const RouteCase& c : cases) {
+        const uint64_t seed = test::base_seed() ^ (uint64_t(c.routing.n_expert) << 20) ^ c.routing.n_expert_used;
+        const uint32_t n_tokens = 7;
+        std::vector<float> logits = test::random_floats(size_t(n_tokens) * c.routing.n_expert, seed, -4.0f, 4.0f);
+        std::vector<float> bias = c.bias ? test::random_floats(c.routing.n_expert, seed + 1, -0.5f, 0.5f) : std::vector<float>{};
+        check_route(c.routing, logits, bias, n_tokens, seed, c.what);
+    }
+}
+
+TEST_CASE("moe_route breaks ties to the lower expert index and never selects NaN") {
+    using enum ops::MoeScoring;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    // Token 0: all equal; token 1: pairs of equal logits; token 2: NaN logits among equal ones.
+    const std::vector<float> logits = {0, 0, 0, 0, 0, 0, 0, 0,
+                                       1, 3, 3, 1, 2, 2, 0, 3,
+                                       nan, 1, nan, 1, 1, nan, 0, 0};
+    for (ops::MoeScoring scoring : {Softmax, Sigmoid}) {
+        const ops::MoeRouting routing{8, 3, scoring, false, 0, 0, 0};
+        const ref::MoeSelection got = gpu_route(routing, logits, {}, 3);
+        // Softmax over a row with NaN is NaN throughout: only sigmoid keeps the other experts' order.
+        const std::vector<uint32_t> want_ids = {0, 1, 2, 1, 2, 7};
+        CHECK(std::vector<uint32_t>(got.ids.begin(), got.ids.begin() + 6) == want_ids);
+        if (scoring == Sigmoid) CHECK(std::vector<uint32_t>(got.ids.begin() + 6, got.ids.end()) == std::vector<uint32_t>{1, 3, 4});
+    }
+    // Equal groups: the lower group is kept; equal experts within it: the lower index first.
+    const std::vector<float> grouped = {1, 1, 0, 0, 1, 1, 0, 0};
+    const ops::MoeRouting routing{8, 2, Sigmoid, true, 0, 4, 1};
+    CHECK(gpu_route(routing, grouped, {}, 1).ids == std::vector<uint32_t>{0, 1});
+    // The bias steers selection only: the weights stay the unbiased scores.
+    const std::vector<float> flat(8, 0.0f), bias = {0, 0, 0, 0, 0, 0, 1, 0.5f};
+    const ref::MoeSelection biased = gpu_route({8, 2, Sigmoid, false, 0, 0, 0}, flat, bias, 1);
+    CHECK(biased.ids == std::vector<uint32_t>{6, 7});
+    CHECK(biased.weights == std::vector<float>{0.5f, 0.5f});
+}
+
+TEST_CASE("moe_group lists each expert's entries in token order") {
+    const uint32_t n_expert = 9, n_used = 3, n_tokens = 150;
+    std::mt19937_64 rng(test::base_seed());
+    std::vector<uint32_t> ids;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+        std::vector<uint32_t> experts(n_expert);
+        std::iota(experts.begin(), experts.end(), 0u);
+        std::shuffle(experts.begin(), experts.end(), rng);
+        ids.insert(ids.end(), experts.begin(), experts.begin() + n_used);
+    }
+    gpu::Buffer ids_buffer = test::upload_values(std::span<const uint32_t>(ids));
+    gpu::Buffer counts = test::zero_buffer(n_expert * 4);
+    gpu::Buffer entries = test::zero_buffer(ops::moe_group_entries_bytes(n_expert, n_tokens));
+    test::run(ops::moe_group(test::device(), ids_buffer.range(), counts.range(), entries.range(), n_expert, n_used, n_tokens));
+    const std::vector<uint32_t> got_counts = test::download_values<uint32_t>(counts, n_expert);
+    const std::vector<uint32_t> got_entries = test::download_values<uint32_t>(entries, size_t(n_expert) * n_tokens);
+    for (uint32_t e = 0; e < n_expert; ++e) {
+        std::vector<uint32_t> want;
+        for (uint32_t i = 0; i < ids.size(); ++i)
+            if (ids[i] == e) want.push_back(i);
+        INFO("expert " << e << ", seed " << test::base_seed());
+        REQUIRE(got_counts[e] == want.size());
+        CHECK(std::vector<uint32_t>(got_entries.begin() + e * n_tokens, got_entries.begin() + e * n_tokens + want.size()) == want);
+    }
+}
+
+TEST_CASE("moe_combine adds the weighted experts, then the shared expert, to the residual") {
+    const uint32_t n = 301, n_used = 3, n_tokens = 4;
+    const uint64_t seed = test::base_seed() + 11;
+    const std::vector<float> y = test::random_floats(size_t(n_tokens) * n_used * n, seed);
+    const std::vector<float> weights = test::random_floats(size_t(n_tokens) * n_used, seed + 1, 0.0f, 1.0f);
+    const std::vector<float> shared = test::random_floats(size_t(n_tokens) * n, seed + 2);
+    const std::vector<float> x0 = test::random_floats(size_t(n_tokens) * n, seed + 3);
+    for (bool with_shared : {false, true}) {
+        std::vector<float> want = x0;
+        for (uint32_t t = 0; t < n_tokens; ++t)
+            for (uint32_t i = 0; i < n; ++i) {
+                double sum = 0;
+                for (uint32_t s = 0; s < n_used; ++s) sum += double(weights[t * n_used + s]) * y[(t * n_used + s) * n + i];
+                if (with_shared) sum += shared[t * n + i];
+                want[t * n + i] = float(want[t * n + i] + sum);
+            }
+        gpu::Buffer y_buffer = test::upload(y), w_buffer = test::upload(weights), s_buffer = test::upload(shared);
+        gpu::Buffer x_buffer = test::upload(x0);
+        test::run(ops::moe_combine(test::device(), y_buffer.range(), w_buffer.range(),
+                                   with_shared ? s_buffer.range() : gpu::BufferRange{}, x_buffer.range(), n, n_used,
+                                   n_tokens));
+        test::check_close(test::download(x_buffer, want.size()), want, 1e-6, seed, "moe_combine");
+    }
+}
+
+namespace {
+
+struct ExpertCase {
+    gguf::GgmlType type;
+    ops::ExpertRows select;
+    uint32_t cols;
+    uint32_t n_tokens = 1;  // 1: matvec_id, else matmul_id over grouped tokens
+    uint32_t n_used = 3;
+};
+
+double tolerance(const gpu::Device& device, gguf::GgmlType type) {
+    return device.caps().use_float16() && ops::has_f16_variant(type) ? test::f16_tolerance : test::f32_tolerance;
+}
+
+// Random distinct experts per token, as the router gives.
+std::vector<uint32_t> random_ids(uint32_t n_tokens, uint32_t n_used, uint32_t n_expert, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::vector<uint32_t> ids;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+        std::vector<uint32_t> experts(n_expert);
+        std::iota(experts.begin(), experts.end(), 0u);
+        std::shuffle(experts.begin(), experts.end(), rng);
+        ids.insert(ids.end(), experts.begin(), experts.begin() + n_used);
+    }
+    return ids;
+}
+
+// A buffer on `device` holding `values` (the split-buffer cases use a device of their own).
+template <class T>
+gpu::Buffer upload_on(gpu::Device& device, gpu::Transfer& transfer, std::span<const T> values) {
+    gpu::Buffer buffer = device.allocator().create(std::max<uint64_t>(values.size_bytes(), 4), gpu::MemoryDomain::Device);
+    transfer.upload(buffer, 0, std::as_bytes(values));
+    transfer.flush();
+    return buffer;
+}
+
+// Both input layouts: one x per token (gate/up), and one per slot (down).
+void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCase& c) {
+    const ops::ExpertRows& s = c.select;
+    const uint64_t seed = test::base_seed() ^ (uint64_t(c.type) << 56) ^ (uint64_t(s.expert_rows) << 32) ^
+                          (uint64_t(c.cols) << 8) ^ c.n_tokens;
+    const test::HostWeights weights = test::random_weights(c.type, s.n_expert * s.expert_rows, c.cols, seed);
+    const gpu::Buffer weight_buffer = test::upload_weights(device, transfer, weights);
+    const ops::WeightMatrix matrix{c.type, weights.rows, c.cols, &weight_buffer};
+    const std::vector<uint32_t> ids = random_ids(c.n_tokens, c.n_used, s.n_expert, seed);
+    const uint32_t slots = c.n_tokens * c.n_used;
+    gpu::Buffer ids_buffer = upload_on(device, transfer, std::span<const uint32_t>(ids));
+    gpu::Buffer counts = device.allocator().create(s.n_expert * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer entries =
+        device.allocator().create(ops::moe_group_entries_bytes(s.n_expert, c.n_tokens), gpu::MemoryDomain::Device);
+    for (bool x_per_slot : {false, true}) {
+        const uint32_t x_rows = x_per_slot ? slots : c.n_tokens;
+        const std::vector<float> x = test::random_floats(size_t(x_rows) * c.cols, seed + 1);
+        // The reference per token: its slots' experts on its x (or each slot's x).
+        std::vector<float> want(size_t(slots) * s.rows);
+        for (uint32_t t = 0; t < c.n_tokens; ++t)
+            ref::expert_products(c.type, weights.blocks, s.expert_rows, c.cols, s.row_begin, s.rows,
+                                 std::span(ids).subspan(t * c.n_used, c.n_used),
+                                 std::span<const float>(x).subspan(size_t(x_per_slot ? t * c.n_used : t) * c.cols),
+                                 x_per_slot, std::span(want).subspan(size_t(t) * c.n_used * s.rows));
+        gpu::Buffer x_buffer = upload_on(device, transfer, std::span<const float>(x));
+        gpu::Buffer y_buffer = device.allocator().create(want.size() * 4, gpu::MemoryDomain::Device);
+        std::vector<gpu::Dispatch> dispatches;
+        if (c.n_tokens == 1) {
+            dispatches = ops::matvec_id(device, matrix, s, x_buffer.range(), x_per_slot, ids_buffer.range(),
+                                        y_buffer.range(), c.n_used);
+        } else {
+            dispatches = {ops::moe_group(device, ids_buffer.range(), counts.range(), entries.range(), s.n_expert,
+                                         c.n_used, c.n_tokens)};
+            for (gpu::Dispatch& d : ops::matmul_id(device, matrix, s, x_buffer.range(), x_per_slot, counts.range(),
+                                                   entries.range(), y_buffer.range(), c.n_tokens, c.n_used))
+                dispatches.push_back(std::move(d));
+        }
+        gpu::Commands commands(device);
+        for (const gpu::Dispatch& dispatch : dispatches) commands.record(dispatch);
+        commands.submit_and_wait();
+        std::vector<float> got(want.size());
+        transfer.readback(y_buffer, std::span(got));
+        INFO(fmt::format("{} {} experts of {} rows (rows {}..{}) x {} cols, {} tokens, x per {}, {} segments, seed {}",
+                         gguf::type_name(c.type), s.n_expert, s.expert_rows, s.row_begin, s.row_begin + s.rows, c.cols,
+                         c.n_tokens, x_per_slot ? "slot" : "token", weight_buffer.segments().size(), seed));
+        CHECK(test::relative_error(got, want) <= tolerance(device, c.type));
+    }
+}
+
+}  // namespace
+
+TEST_CASE("matvec_id and matmul_id read the selected experts, for every weight type") {
+    for (gguf::GgmlType type : test::weight_types) {
+        const uint32_t g = test::column_granularity(type);
+        // A plain stack; the up half of a fused gate_up stack; a grouped chunk spanning token tiles.
+        for (const ExpertCase& c : {ExpertCase{type, {6, 40, 0, 40}, 3 * g},
+                                    ExpertCase{type, {5, 46, 23, 23}, 2 * g},
+                                    ExpertCase{type, {4, 36, 0, 36}, 2 * g, 70, 2},
+                                    ExpertCase{type, {7, 34, 17, 17}, g, 45, 3}})
+            check_experts(test::device(), test::transfer(), c);
+    }
+}
+
+TEST_CASE("matvec_id and matmul_id over rows past lavapipe's loop cap") {
+    using enum gguf::GgmlType;
+    // 16448 columns: 514 units per row for matvec; 24832 columns: matmul_id sums in two dispatches.
+    check_experts(test::device(), test::transfer(), {Q4_0, {3, 6, 0, 6}, 16448, 1, 2});
+    check_experts(test::device(), test::transfer(), {Q4_K, {3, 6, 3, 3}, 24832, 9, 2});
+}
+
+TEST_CASE("matvec_id and matmul_id over split weight buffers, experts straddling segments") {
+    setenv("VKLLM_MAX_BUFFER_RANGE", "4000", 1);
+    gpu::Device device(test::instance());
+    unsetenv("VKLLM_MAX_BUFFER_RANGE");
+    gpu::Transfer transfer(device);
+    using enum gguf::GgmlType;
+    // Q8_0 rows of 96 columns are 102 bytes: 39 rows per segment, experts of 25 rows; rows of 32
+    // columns are 34 bytes: 117 per segment, experts of 50; F32 rows of 16: 62 per segment, experts of 30.
+    check_experts(device, transfer, {Q8_0, {8, 25, 0, 25}, 96});
+    check_experts(device, transfer, {Q8_0, {8, 50, 25, 25}, 32, 10, 2});
+    check_experts(device, transfer, {F32, {5, 30, 0, 30}, 16, 9, 2});
+}
+
+TEST_CASE("MoE ops refuse shapes they cannot take") {
+    gpu::Device& device = test::device();
+    gpu::Buffer buffer = device.allocator().create(4096, gpu::MemoryDomain::Device);
+    const gpu::BufferRange range = buffer.range();
+    using enum ops::MoeScoring;
+    CHECK_THROWS_WITH_AS(ops::moe_route(device, {600, 2, Softmax}, range, {}, range, range, 1),
+                         doctest::Contains("600 experts"), Error);
+    CHECK_THROWS_WITH_AS(ops::moe_route(device, {8, 9, Softmax}, range, {}, range, range, 1),
+                         doctest::Contains("9 experts used of 8"), Error);
+    CHECK_THROWS_WITH_AS(ops::moe_route(device, {12, 2, Softmax, true, 0, 5, 2}, range, {}, range, range, 1),
+                         doctest::Contains("do not split into 5 groups"), Error);
+    CHECK_THROWS_WITH_AS(ops::moe_route(device, {8, 2, ops::MoeScoring(3)}, range, {}, range, range, 1),
+                         doctest::Contains("gating function 3"), Error);
+    CHECK_THROWS_WITH_AS(ops::moe_route(device, {128, 2, Softmax}, range, {}, range, range, 9),
+                         doctest::Contains("buffers too small"), Error);
+    const ops::WeightMatrix experts{gguf::GgmlType::F32, 32, 16, &buffer};
+    CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 4, 8}, range, false, range, range, 2),
+                         doctest::Contains("do not fit a stack of 32 rows"), Error);
+    CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 0, 8}, range.sub(0, 32), false, range, range, 2),
+                         doctest::Contains("need x of 64 bytes"), Error);
+}
