@@ -80,7 +80,8 @@ model::LoadOptions load_options() {
 // Weights and KV cache against what the device can hold, before anything is uploaded.
 void check_memory(const gpu::Capabilities& caps, const ModelOptions& options, const gguf::File& file,
                   const model::KvLayout& layout, uint32_t n_ctx) {
-    uint64_t weights = model::weight_bytes(file), kv = model::kv_cache_bytes(layout, n_ctx, options.kv_type);
+    uint64_t weights = model::weight_bytes(file);
+    uint64_t kv = model::kv_cache_bytes(layout, n_ctx, model::SessionOptions{}.n_ubatch, options.kv_type);
     uint64_t budget = model::memory_budget(caps);
     if (weights + kv > budget)
         fail("{}: the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has ({} MiB); "

@@ -63,7 +63,7 @@ void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight
 }
 
 void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
-                   graph::Region k_cache, graph::Region v_cache, const KvCacheRegions& kv) {
+                   const KvLayerRegions& cache, ops::KvType kv_type) {
     const ops::AttentionConfig& c = spec.config;
     const uint32_t n_tokens = b.shape.n_tokens;
     const uint32_t q_size = c.n_head * c.head_dim_k, k_size = c.n_head_kv * c.head_dim_k;
@@ -83,10 +83,10 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     // q and k sit side by side in each row and rotate alike: one RoPE pass over both.
     b.graph.add(layer_name(layer, "rope_qk"), ops::rope(b.device, spec.rope, {n_tokens, c.n_head + c.n_head_kv, c.head_dim_k,
                                                                                qkv_size}, phases, positions, b.range(qkv)));
-    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv.type, {n_tokens, k_size, qkv_size, kv.n_cells},
-                                                            b.range(k), b.range(b.step.slots), b.range(k_cache)));
-    b.graph.add(layer_name(layer, "cache_v"), ops::kv_write(b.device, kv.type, {n_tokens, v_size, qkv_size, kv.n_cells},
-                                                            b.range(v), b.range(b.step.slots), b.range(v_cache)));
+    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_size, qkv_size, cache.n_cells},
+                                                            b.range(k), b.range(cache.slots), b.range(cache.k)));
+    b.graph.add(layer_name(layer, "cache_v"), ops::kv_write(b.device, kv_type, {n_tokens, v_size, qkv_size, cache.n_cells},
+                                                            b.range(v), b.range(cache.slots), b.range(cache.v)));
 
     // Attention reads the queries packed: one token's are already; many tokens' are gathered.
     graph::Region q = qkv.sub(0, q_size * f32);
@@ -99,13 +99,13 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
         b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, b.range(q), n_tokens, q_size,
                                                                    spec.temperature_beta, spec.temperature_length));
 
-    ops::AttentionShape shape{n_tokens, kv.n_cells, kv.type};
+    ops::AttentionShape shape{n_tokens, cache.n_cells, kv_type};
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
     bool decode = n_tokens == 1 || !ops::attention_prefill_supports(b.device.caps(), c);
     auto scratch = b.graph.transient(layer_name(layer, "attn_scratch"),
                                      std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(c, shape)
                                                                   : ops::attention_prefill_scratch_bytes(c, shape)));
-    ops::AttentionBuffers buffers{b.range(q), b.range(k_cache), b.range(v_cache), positions, b.range(out), b.range(scratch)};
+    ops::AttentionBuffers buffers{b.range(q), b.range(cache.k), b.range(cache.v), positions, b.range(out), b.range(scratch)};
     b.add(layer_name(layer, "attn"), decode ? ops::attention_decode(b.device, c, shape, buffers)
                                             : ops::attention_prefill(b.device, c, shape, buffers));
 

@@ -53,7 +53,7 @@ struct AttentionSpec {
 
 // x += output · attention(rope(q), cache(rope(k), v)) over norm(x): the GQA layer half.
 void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
-                   graph::Region k_cache, graph::Region v_cache, const KvCacheRegions& kv);
+                   const KvLayerRegions& cache, ops::KvType kv_type);
 
 struct FeedForwardWeights {
     const Weight& norm;

@@ -111,8 +111,8 @@ public:
     const ModelInfo& info() const override { return info_; }
 
     KvLayout kv_layout() const override {
-        return {std::vector<uint32_t>(hp_.n_layer, hp_.n_head_kv * hp_.head_dim_k),
-                std::vector<uint32_t>(hp_.n_layer, hp_.n_head_kv * hp_.head_dim_v)};
+        return {std::vector<KvLayerLayout>(hp_.n_layer, {.k_row = hp_.n_head_kv * hp_.head_dim_k,
+                                                         .v_row = hp_.n_head_kv * hp_.head_dim_v})};
     }
 
     void build_forward(graph::Graph& g, const StepInputs& step, const KvCacheRegions& kv, graph::Region logits,
@@ -131,7 +131,7 @@ public:
         for (uint32_t il = 0; il < hp_.n_layer; ++il) {
             const LayerWeights& l = w_.layers[il];
             // x += attn(norm(x)); x += ffn(norm(x))
-            blocks::attention_gqa(b, int(il), x, {l.attn_norm, l.attn_qkv, l.attn_output}, attention, kv.k[il], kv.v[il], kv);
+            blocks::attention_gqa(b, int(il), x, {l.attn_norm, l.attn_qkv, l.attn_output}, attention, kv.layers[il], kv.type);
             blocks::ffn_glu(b, int(il), x, {l.ffn_norm, l.ffn_gate_up, l.ffn_down}, ops::Glu::SwiGlu, hp_.n_ff, hp_.rms_eps);
         }
         blocks::output_head(b, x, w_.output_norm, w_.output ? *w_.output : w_.token_embd, logits, hp_.rms_eps);

@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gguf/reader.h"
 #include "gpu/device.h"
@@ -21,9 +22,15 @@ struct ModelInfo {
     uint64_t weight_bytes = 0;
 };
 
-// Row sizes of each layer's K and V cache (n_head_kv * head_dim).
+// What one layer keeps per token (cell) of its KV cache.
+struct KvLayerLayout {
+    uint32_t k_row = 0, v_row = 0;  // values per cell (n_head_kv * head_dim); v_row 0: no V cache (MLA reads V from K)
+    uint32_t window = 0;            // sliding window W: a circular cache of W + n_ubatch - 1 cells; 0: full context
+    uint32_t extra_row = 0;         // f32 values per cell of an extra per-layer cache (indexer keys); 0: none
+};
+
 struct KvLayout {
-    std::vector<uint32_t> k_row, v_row;
+    std::vector<KvLayerLayout> layers;
 };
 
 class Model {

@@ -5,14 +5,26 @@
 #include <cstring>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include "core/error.h"
 
 namespace vkllm::model {
 
-uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, ops::KvType type) {
+uint32_t kv_layer_cells(const KvLayerLayout& layer, uint32_t n_ctx, uint32_t n_ubatch) {
+    if (layer.window == 0) return n_ctx;
+    return uint32_t(std::min<uint64_t>(n_ctx, uint64_t(layer.window) + std::bit_floor(n_ubatch) - 1));
+}
+
+uint64_t kv_layer_bytes(const KvLayerLayout& layer, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type) {
+    const uint32_t n_cells = kv_layer_cells(layer, n_ctx, n_ubatch);
+    return ops::kv_cache_bytes(type, n_cells, layer.k_row) + ops::kv_cache_bytes(type, n_cells, layer.v_row) +
+           uint64_t(n_cells) * layer.extra_row * sizeof(float);
+}
+
+uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type) {
     uint64_t total = 0;
-    for (size_t il = 0; il < layout.k_row.size(); ++il)
-        total += ops::kv_cache_bytes(type, n_ctx, layout.k_row[il]) + ops::kv_cache_bytes(type, n_ctx, layout.v_row[il]);
+    for (const KvLayerLayout& layer : layout.layers) total += kv_layer_bytes(layer, n_ctx, n_ubatch, type);
     return total;
 }
 
@@ -37,12 +49,15 @@ Session::Session(gpu::Device& device, const Model& model, SessionOptions options
     if (n_logit_rows_ == 0) fail("a row of {} logits exceeds the device's binding range", n_vocab_);
     ids_ = allocator.create(n_ubatch_ * sizeof(int32_t), gpu::MemoryDomain::DeviceMapped);
     positions_ = allocator.create(n_ubatch_ * sizeof(int32_t), gpu::MemoryDomain::DeviceMapped);
-    slots_ = allocator.create(n_ubatch_ * sizeof(int32_t), gpu::MemoryDomain::DeviceMapped);
     logits_ = allocator.create(n_logit_rows_ * row_bytes, gpu::MemoryDomain::DeviceMapped);
-    KvLayout layout = model.kv_layout();
-    for (size_t il = 0; il < layout.k_row.size(); ++il) {
-        k_cache_.push_back(allocator.create(ops::kv_cache_bytes(kv_type_, n_ctx_, layout.k_row[il]), gpu::MemoryDomain::Device));
-        v_cache_.push_back(allocator.create(ops::kv_cache_bytes(kv_type_, n_ctx_, layout.v_row[il]), gpu::MemoryDomain::Device));
+    for (const KvLayerLayout& layer : model.kv_layout().layers) {
+        const uint32_t n_cells = kv_layer_cells(layer, n_ctx_, n_ubatch_);
+        auto cache = [&](uint64_t bytes) { return bytes ? allocator.create(bytes, gpu::MemoryDomain::Device) : gpu::Buffer(); };
+        layers_.push_back({cache(ops::kv_cache_bytes(kv_type_, n_cells, layer.k_row)),
+                           cache(ops::kv_cache_bytes(kv_type_, n_cells, layer.v_row)),
+                           cache(uint64_t(n_cells) * layer.extra_row * sizeof(float)), n_cells});
+        if (!slots_.contains(n_cells))
+            slots_.emplace(n_cells, allocator.create(n_ubatch_ * sizeof(int32_t), gpu::MemoryDomain::DeviceMapped));
     }
 }
 
@@ -50,7 +65,7 @@ Session::~Session() = default;
 
 uint64_t Session::kv_bytes() const {
     uint64_t total = 0;
-    for (size_t il = 0; il < k_cache_.size(); ++il) total += k_cache_[il].size() + v_cache_[il].size();
+    for (const LayerCache& layer : layers_) total += layer.k.size() + layer.v.size() + layer.extra.size();
     return total;
 }
 
@@ -72,12 +87,18 @@ graph::BakedGraph& Session::graph_for(uint32_t n_tokens, bool all_logits) {
     graph::Graph g(device_);
     const uint64_t inputs = n_tokens * sizeof(int32_t);
     StepInputs step{g.persistent("inp_tokens", ids_.range().sub(0, inputs)),
-                    g.persistent("inp_pos", positions_.range().sub(0, inputs)),
-                    g.persistent("inp_slots", slots_.range().sub(0, inputs))};
-    KvCacheRegions kv{{}, {}, n_ctx_, kv_type_};
-    for (size_t il = 0; il < k_cache_.size(); ++il) {
-        kv.k.push_back(g.persistent("cache_k_l" + std::to_string(il), k_cache_[il].range()));
-        kv.v.push_back(g.persistent("cache_v_l" + std::to_string(il), v_cache_[il].range()));
+                    g.persistent("inp_pos", positions_.range().sub(0, inputs))};
+    std::map<uint32_t, graph::Region> slots;
+    for (const auto& [n_cells, buffer] : slots_)
+        slots[n_cells] = g.persistent(fmt::format("inp_slots_{}", n_cells), buffer.range().sub(0, inputs));
+    KvCacheRegions kv{.type = kv_type_};
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const LayerCache& layer = layers_[il];
+        auto region = [&](const char* what, const gpu::Buffer& buffer) {
+            return buffer.empty() ? graph::Region{} : g.persistent(fmt::format("cache_{}_l{}", what, il), buffer.range());
+        };
+        kv.layers.push_back({region("k", layer.k), region("v", layer.v), region("extra", layer.extra),
+                             slots.at(layer.n_cells), layer.n_cells, layer.n_cells < n_ctx_});
     }
     uint32_t rows = all_logits ? n_tokens : 1;
     auto logits = g.persistent("result_output", logits_.range().sub(0, uint64_t(rows) * n_vocab_ * sizeof(float)));
@@ -91,14 +112,18 @@ std::span<const float> Session::run_chunk(std::span<const int32_t> tokens, bool 
     const uint32_t bucket = n == 1 ? 1 : std::bit_ceil(n);
     const uint32_t padding = bucket - n;
     // Padding rows go first, so the last row is always the last token; they write no cache cell.
-    std::vector<int32_t> ids(bucket, tokens[0]), positions(bucket, int32_t(n_past_)), slots(bucket, -1);
+    std::vector<int32_t> ids(bucket, tokens[0]), positions(bucket, int32_t(n_past_));
     for (uint32_t t = 0; t < n; ++t) {
         ids[padding + t] = tokens[t];
-        positions[padding + t] = slots[padding + t] = int32_t(n_past_ + t);
+        positions[padding + t] = int32_t(n_past_ + t);
     }
     ids_.write(0, std::as_bytes(std::span(ids)));
     positions_.write(0, std::as_bytes(std::span(positions)));
-    slots_.write(0, std::as_bytes(std::span(slots)));
+    for (const auto& [n_cells, buffer] : slots_) {
+        std::vector<int32_t> slots(bucket, -1);
+        for (uint32_t t = 0; t < n; ++t) slots[padding + t] = int32_t((n_past_ + t) % n_cells);
+        buffer.write(0, std::as_bytes(std::span(slots)));
+    }
     graph_for(bucket, all_logits).replay();
     n_past_ += n;
     const float* rows = reinterpret_cast<const float*>(logits_.range().mapped);

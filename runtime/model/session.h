@@ -24,8 +24,13 @@ struct SessionOptions {
 // The context a session gets when none is asked for: the training context, at most 4096 tokens.
 inline uint32_t default_n_ctx(const ModelInfo& info) { return std::min(info.n_ctx_train, 4096u); }
 
-// Bytes of a KV cache for n_ctx tokens.
-uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, ops::KvType type);
+// Cells of one layer's cache in a session of n_ctx tokens run in chunks of at most n_ubatch: n_ctx,
+// or for a sliding-window layer W + n_ubatch - 1, so that a chunk's keys never overwrite one its own
+// earlier queries still read.
+uint32_t kv_layer_cells(const KvLayerLayout& layer, uint32_t n_ctx, uint32_t n_ubatch);
+// Bytes of one layer's caches (K, V and the extra cache) and of the whole KV cache.
+uint64_t kv_layer_bytes(const KvLayerLayout& layer, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type);
+uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type);
 // Memory vkllm may plan to use on the device: its device-local heaps, or the host's RAM for a CPU
 // device (lavapipe reports a heap far smaller than what it can allocate).
 uint64_t memory_budget(const gpu::Capabilities& caps);
@@ -63,8 +68,13 @@ private:
     const Model& model_;
     uint32_t n_ctx_, n_past_ = 0, n_vocab_, n_ubatch_, n_logit_rows_;
     ops::KvType kv_type_;
-    gpu::Buffer ids_, positions_, slots_, logits_;
-    std::vector<gpu::Buffer> k_cache_, v_cache_;
+    gpu::Buffer ids_, positions_, logits_;
+    struct LayerCache {
+        gpu::Buffer k, v, extra;  // v and extra: empty when the layout has none
+        uint32_t n_cells = 0;
+    };
+    std::vector<LayerCache> layers_;
+    std::map<uint32_t, gpu::Buffer> slots_;  // int32 [n_ubatch] per distinct cell count: position mod n_cells
     std::map<std::pair<uint32_t, bool>, std::unique_ptr<graph::BakedGraph>> graphs_;  // (tokens, all logits)
 
     graph::BakedGraph& graph_for(uint32_t n_tokens, bool all_logits);
