@@ -81,7 +81,7 @@ void key_logits(int key0, ivec2 keys, uint kv_head, out float logit[HEADS]) {
 
 // sum_j probs[g][j] * v_j over keys slice, slice + KEY_SLICES, ... of the chunk, for 4 dims.
 void weighted_values(int key0, ivec2 keys, uint kv_head, uint slice, uint dim4, out vec4 acc[HEADS]) {
-    const uint v_row = p.n_head_kv * HEAD_DIM_V;
+    const uint v_row = p.v_row;
     [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] = vec4(0.0);
     for (uint j = slice; j < CHUNK; j += KEY_SLICES) {
         const int key = key0 + int(j);

@@ -75,7 +75,7 @@ void load_queries(uint token0, uint head) {
 // Keys (or values) tile .. tile + TILE_KEYS - 1 of the KV head into kv_tile; zeros past end_key.
 void load_tile(int tile, int end_key, uint kv_head, bool values) {
     const uint dim4s = (values ? HEAD_DIM_V : HEAD_DIM_K) / 4;
-    const uint row_size = p.n_head_kv * dim4s * 4;
+    const uint row_size = values ? p.v_row : p.n_head_kv * HEAD_DIM_K;
     for (uint i = gl_LocalInvocationID.x; i < TILE_KEYS * dim4s; i += THREADS) {
         const int key = tile + int(i / dim4s);
         const uint element = uint(key) * row_size + kv_head * dim4s * 4 + 4 * (i % dim4s);

@@ -114,7 +114,9 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint n_swa;  // 0: no sliding window
     float scale;
     float softcap;  // 0: off
-} VKLLM_PARAMS_END(AttentionParams, 44);
+    uint v_row;     // values from one cell's V row to the next: n_head_kv * head_dim_v, or the K row
+                    // when V is each K row's first head_dim_v values (MLA's latent)
+} VKLLM_PARAMS_END(AttentionParams, 48);
 
 // MiniMax sparse attention (runtime/ops/sparse_attention.h). Block scores: for each token and index
 // head, the max over each block of block_size cells of index query . index key (cells past the
@@ -266,6 +268,20 @@ VKLLM_PARAMS_STRUCT(MatmulIdParams) {
     uint unit_end;
     uint accumulate;
 } VKLLM_PARAMS_END(MatmulIdParams, 48);
+
+// ---- Multi-head latent attention (engineer "mla"): per-head products with a 3-D weight
+// {cols, rows, n_head} (runtime/ops/matvec_heads.h). Element i of head h of token t sits at
+// t * stride + offset + h * head_stride + i in x and y (floats; x's a multiple of 4).
+VKLLM_PARAMS_STRUCT(MatvecHeadsParams) {
+    uint cols;
+    uint rows;  // per head
+    uint x_stride;
+    uint x_offset;
+    uint x_head_stride;
+    uint y_stride;
+    uint y_offset;
+    uint y_head_stride;
+} VKLLM_PARAMS_END(MatvecHeadsParams, 32);
 
 #ifdef __cplusplus
 }  // namespace vkllm::params

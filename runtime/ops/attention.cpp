@@ -21,13 +21,20 @@ constexpr uint32_t prefill_rows_per_thread = 4;
 constexpr uint32_t prefill_tiles_per_pass = 64;  // keeps each invocation's loops in the low thousands
 constexpr uint64_t shared_reserve = 1024;        // workgroup_reduce.glsl's scratch and small arrays
 
+uint32_t v_stride(const AttentionConfig& config, const AttentionShape& shape) {
+    return shape.v_stride ? shape.v_stride : config.n_head_kv * config.head_dim_v;
+}
+
 void check(const AttentionConfig& config, const AttentionShape& shape, const AttentionBuffers& buffers,
            const char* op) {
     if (config.n_head == 0 || config.n_head_kv == 0 || config.n_head % config.n_head_kv != 0)
         fail("{}: {} query heads cannot share {} KV heads", op, config.n_head, config.n_head_kv);
     if (config.head_dim_k % 4 != 0 || config.head_dim_v % 4 != 0 || config.head_dim_k == 0 || config.head_dim_v == 0)
         fail("{}: head dims {} and {} must be multiples of 4", op, config.head_dim_k, config.head_dim_v);
-    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
+    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = v_stride(config, shape);
+    if (v_row < config.n_head_kv * config.head_dim_v || v_row % 4 != 0)
+        fail("{}: V rows {} values apart: a multiple of 4 holding {} heads of {}", op, v_row, config.n_head_kv,
+             config.head_dim_v);
     if (shape.kv_type == KvType::Q8_0 && (k_row % kv_q8_block != 0 || v_row % kv_q8_block != 0))
         fail("{}: q8_0 cache rows of {} and {} values are not whole blocks of 32", op, k_row, v_row);
     const uint32_t q_row = config.n_head * config.head_dim_k;
@@ -78,7 +85,8 @@ params::AttentionParams attention_params(const AttentionConfig& config, const At
             .q_stride = shape.q_stride ? shape.q_stride : config.n_head * config.head_dim_k,
             .n_head = config.n_head, .n_head_kv = config.n_head_kv,
             .n_cells = shape.n_cells, .n_chunks = n_chunks, .key_begin = key_begin, .key_end = key_end,
-            .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap};
+            .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap,
+            .v_row = v_stride(config, shape)};
 }
 
 // Prefill: a workgroup of (head_dim_v / 4) x row_threads invocations owns rows = row_threads * 4

@@ -22,6 +22,8 @@ struct AttentionShape {
     KvType kv_type = KvType::F16;
     uint32_t q_stride = 0;  // floats between tokens' queries, a multiple of 4 (0: n_head * head_dim_k),
                             // so q can be read in place from a fused QKV projection
+    uint32_t v_stride = 0;  // values from one cell's V row to the next (0: n_head_kv * head_dim_v); MLA binds
+                            // the K cache as V with the K row, so V is each key's first head_dim_v values
 };
 
 // The buffers: q f32 [n_tokens] rows of q_stride floats, each starting with [n_head][head_dim_k]; caches as kv_write fills them; positions int32
