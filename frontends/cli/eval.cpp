@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "media.h"
 #include "model_options.h"
 
 namespace vkllm::cli {
@@ -26,6 +27,8 @@ std::vector<int32_t> parse_ids(std::string text, std::string_view source) {
 }  // namespace
 
 int eval(Args args) {
+    for (std::string_view arg : args)
+        if (arg == "--mmproj" || arg == "--image") return eval_with_media(args);
     ModelOptions options;
     std::string logits_path;
     std::vector<int32_t> tokens;

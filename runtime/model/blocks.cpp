@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "ops/attention.h"
 #include "ops/copy.h"
+#include "ops/embed.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
 #include "ops/matvec.h"
@@ -146,6 +147,15 @@ void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& 
     rms_norm(b, "output_norm", last, norm, normed, n_embd, rms_eps);
     Builder head{b.graph, b.device, b.step, {rows, b.shape.all_logits}};
     project(head, "output", output, normed, logits, false);
+}
+
+void input_embeddings(Builder& b, const Weight& token_embd, graph::Region x) {
+    const uint32_t n_tokens = b.shape.n_tokens, n_embd = token_embd.cols;
+    if (b.step.embeddings)
+        b.graph.add("inp_embd_copy", ops::copy_rows(b.device, b.range(*b.step.embeddings), {n_embd, 0}, b.range(x),
+                                                    {n_embd, 0}, n_tokens, n_embd));
+    else
+        b.add("token_embd", ops::get_rows(b.device, token_embd.matrix(), b.range(b.step.ids), b.range(x), n_tokens));
 }
 
 }  // namespace vkllm::model::blocks

@@ -69,4 +69,8 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
 void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& output, graph::Region logits,
                  float rms_eps);
 
+// x = the rows of token_embd for step.ids, or a copy of step.embeddings when the step carries them
+// (an image's embeddings in place of its placeholder tokens).
+void input_embeddings(Builder& b, const Weight& token_embd, graph::Region x);
+
 }  // namespace vkllm::model::blocks

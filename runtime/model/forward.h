@@ -2,6 +2,7 @@
 // What a Session hands an architecture to build one forward pass over: the step inputs the host
 // writes before every run, the KV cache, and where the logits go.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "graph/graph.h"
@@ -12,6 +13,8 @@ namespace vkllm::model {
 struct StepInputs {
     graph::Region ids;        // int32 [n_tokens]: token ids
     graph::Region positions;  // int32 [n_tokens]: their positions, ascending; the last is the batch's last
+    // f32 [n_tokens][n_embd] that replace the token embedding lookup (an image's embeddings), or none.
+    std::optional<graph::Region> embeddings;
 };
 
 // One layer's cache. A full cache's cell j holds position j; a circular (window) cache's cell j holds

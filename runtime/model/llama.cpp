@@ -119,7 +119,7 @@ public:
                        ForwardShape shape) const override {
         blocks::Builder b{g, device_, step, shape};
         auto x = g.transient("inp_embd", uint64_t(shape.n_tokens) * hp_.n_embd * sizeof(float));
-        b.add("token_embd", ops::get_rows(device_, w_.token_embd.matrix(), b.range(step.ids), b.range(x), shape.n_tokens));
+        blocks::input_embeddings(b, w_.token_embd, x);
         const blocks::AttentionSpec attention{
             .config = {hp_.n_head, hp_.n_head_kv, hp_.head_dim_k, hp_.head_dim_v, 1.0f / std::sqrt(float(hp_.head_dim_k))},
             .rope = hp_.rope,

@@ -81,13 +81,15 @@ uint64_t Session::replays() const {
     return total;
 }
 
-graph::BakedGraph& Session::graph_for(uint32_t n_tokens, bool all_logits) {
-    auto& baked = graphs_[{n_tokens, all_logits}];
+graph::BakedGraph& Session::graph_for(uint32_t n_tokens, bool all_logits, bool embeddings) {
+    auto& baked = graphs_[{n_tokens, all_logits, embeddings}];
     if (baked) return *baked;
     graph::Graph g(device_);
     const uint64_t inputs = n_tokens * sizeof(int32_t);
     StepInputs step{g.persistent("inp_tokens", ids_.range().sub(0, inputs)),
                     g.persistent("inp_pos", positions_.range().sub(0, inputs))};
+    if (embeddings)
+        step.embeddings = g.persistent("inp_embd_in", embeddings_.range().sub(0, uint64_t(n_tokens) * model_.info().n_embd * sizeof(float)));
     std::map<uint32_t, graph::Region> slots;
     for (const auto& [n_cells, buffer] : slots_)
         slots[n_cells] = g.persistent(fmt::format("inp_slots_{}", n_cells), buffer.range().sub(0, inputs));
@@ -107,7 +109,7 @@ graph::BakedGraph& Session::graph_for(uint32_t n_tokens, bool all_logits) {
     return *baked;
 }
 
-std::span<const float> Session::run_chunk(std::span<const int32_t> tokens, bool all_logits) {
+std::span<const float> Session::run_chunk(std::span<const int32_t> tokens, bool all_logits, bool embeddings) {
     const uint32_t n = uint32_t(tokens.size());
     const uint32_t bucket = n == 1 ? 1 : std::bit_ceil(n);
     const uint32_t padding = bucket - n;
@@ -124,7 +126,7 @@ std::span<const float> Session::run_chunk(std::span<const int32_t> tokens, bool 
         for (uint32_t t = 0; t < n; ++t) slots[padding + t] = int32_t((n_past_ + t) % n_cells);
         buffer.write(0, std::as_bytes(std::span(slots)));
     }
-    graph_for(bucket, all_logits).replay();
+    graph_for(bucket, all_logits, embeddings).replay();
     n_past_ += n;
     const float* rows = reinterpret_cast<const float*>(logits_.range().mapped);
     return all_logits ? std::span(rows + uint64_t(padding) * n_vocab_, uint64_t(n) * n_vocab_)
@@ -145,6 +147,28 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, std::vecto
         if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
     }
     return all_logits ? logits.last(n_vocab_) : logits;
+}
+
+void Session::eval_embeddings(std::span<const float> embeddings) {
+    const uint64_t n_embd = model_.info().n_embd;
+    const uint64_t rows = n_embd ? embeddings.size() / n_embd : 0;
+    if (rows == 0 || rows * n_embd != embeddings.size())
+        fail("{} embedding values are not whole rows of the model's {}", embeddings.size(), n_embd);
+    if (n_past_ + rows > n_ctx_)
+        fail("{} more positions do not fit the context: {} of its {} tokens are used (raise it with -c)", rows, n_past_,
+             n_ctx_);
+    if (embeddings_.empty())
+        embeddings_ = device_.allocator().create(n_ubatch_ * n_embd * sizeof(float), gpu::MemoryDomain::DeviceMapped);
+    for (uint64_t done = 0; done < rows; done += n_ubatch_) {
+        const uint32_t n = uint32_t(std::min<uint64_t>(n_ubatch_, rows - done));
+        const uint32_t bucket = n == 1 ? 1 : std::bit_ceil(n);
+        // Rows in the chunk's last n slots, as run_chunk places tokens after its padding.
+        std::vector<float> chunk(uint64_t(bucket) * n_embd, 0.0f);
+        std::copy_n(embeddings.begin() + int64_t(done * n_embd), n * n_embd, chunk.begin() + int64_t((bucket - n) * n_embd));
+        embeddings_.write(0, std::as_bytes(std::span(chunk)));
+        const std::vector<int32_t> ids(n, 0);  // unread: the embeddings replace the lookup
+        run_chunk(ids, false, /*embeddings=*/true);
+    }
 }
 
 void Session::truncate(uint32_t n) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "graph/baked.h"
@@ -44,6 +45,9 @@ public:
     // (n_vocab floats, valid until the next call). With all_logits, appends every token's logits.
     // Throws vkllm::Error, before running anything, when they would overrun the context.
     std::span<const float> eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr);
+    // Runs rows of input embeddings (f32 [rows][n_embd], an image's) at positions n_past() onward in
+    // place of token embeddings; no logits.
+    void eval_embeddings(std::span<const float> embeddings);
 
     // Bakes the one-token graph (creating its pipelines) now rather than on the first eval.
     void prepare() { graph_for(1, false); }
@@ -75,11 +79,13 @@ private:
     };
     std::vector<LayerCache> layers_;
     std::map<uint32_t, gpu::Buffer> slots_;  // int32 [n_ubatch] per distinct cell count: position mod n_cells
-    std::map<std::pair<uint32_t, bool>, std::unique_ptr<graph::BakedGraph>> graphs_;  // (tokens, all logits)
+    gpu::Buffer embeddings_;  // f32 [n_ubatch][n_embd] for eval_embeddings, created on first use
+    // By (tokens, all logits, embeddings in place of token ids).
+    std::map<std::tuple<uint32_t, bool, bool>, std::unique_ptr<graph::BakedGraph>> graphs_;
 
-    graph::BakedGraph& graph_for(uint32_t n_tokens, bool all_logits);
+    graph::BakedGraph& graph_for(uint32_t n_tokens, bool all_logits, bool embeddings = false);
     // Runs one chunk of at most n_ubatch tokens; returns the rows of logits it wrote.
-    std::span<const float> run_chunk(std::span<const int32_t> tokens, bool all_logits);
+    std::span<const float> run_chunk(std::span<const int32_t> tokens, bool all_logits, bool embeddings = false);
 };
 
 }  // namespace vkllm::model

@@ -1,0 +1,101 @@
+// vkllm eval -m MODEL --mmproj MMPROJ --image FILE -p TEXT --logits-out F [--embd-out F] [--layout-out F]:
+// the prompt tokenized around <__media__> as llama.cpp's mtmd does; writes the logits of every text
+// position (f32 [text tokens][n_vocab]), the projector's output (f32 [image tokens][n_embd]) and the
+// position / kind / token / logits-row table.
+#include "media.h"
+
+#include <cstdio>
+#include <fstream>
+
+#include "core/error.h"
+
+namespace vkllm::cli {
+namespace {
+
+constexpr const char* eval_media_usage =
+    "usage: vkllm eval {} {} -p TEXT --logits-out FILE [--embd-out FILE] [--layout-out FILE]";
+
+void write_floats(const std::string& path, const std::vector<float>& values) {
+    std::ofstream out(path, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(float)));
+    if (!out) fail("cannot write {}", path);
+}
+
+void write_layout(const std::string& path, const std::vector<LayoutEntry>& layout) {
+    std::ofstream out(path);
+    for (const LayoutEntry& e : layout) out << e.position << (e.image ? " I " : " T ") << e.token << ' ' << e.logits_row << '\n';
+    if (!out) fail("cannot write {}", path);
+}
+
+}  // namespace
+
+bool MediaOptions::parse(Args args, size_t& i) {
+    if (i + 1 >= args.size()) return false;
+    if (args[i] == "--mmproj") mmproj_path = args[++i];
+    else if (args[i] == "--image") image_paths.emplace_back(args[++i]);
+    else return false;
+    return true;
+}
+
+LoadedMedia::LoadedMedia(LoadedModel& loaded, const MediaOptions& options) : mmproj(gguf::File::open(options.mmproj_path)) {
+    if (options.mmproj_path.empty() || options.image_paths.empty()) fail("images need both --mmproj and --image");
+    encoder = std::make_unique<vision::Encoder>(loaded.device, mmproj);
+    const uint32_t n_embd = loaded.model->info().n_embd;
+    if (encoder->hparams().projection_dim != n_embd)
+        fail("{}: the projector writes embeddings of {} values, the model takes {}", options.mmproj_path,
+             encoder->hparams().projection_dim, n_embd);
+    for (const std::string& path : options.image_paths) images.push_back(vision::load_image(path));
+}
+
+MediaPromptResult LoadedMedia::evaluate(LoadedModel& loaded, std::string_view prompt) {
+    model::Session& session = *loaded.session;
+    MediaPromptResult result;
+    for (const vision::PromptChunk& chunk :
+         vision::tokenize_with_media(loaded.tokenizer, encoder->hparams().projector, prompt, images.size())) {
+        const uint32_t start = session.n_past();
+        if (chunk.image < 0) {
+            const auto first_row = int32_t(result.text_tokens.size());
+            session.eval(chunk.tokens, &result.text_logits);
+            for (size_t t = 0; t < chunk.tokens.size(); ++t)
+                result.layout.push_back({start + uint32_t(t), false, chunk.tokens[t], first_row + int32_t(t)});
+            result.text_tokens.insert(result.text_tokens.end(), chunk.tokens.begin(), chunk.tokens.end());
+            continue;
+        }
+        const vision::ImageEmbeddings& embd = encoder->encode(images[size_t(chunk.image)]);
+        result.encode_ms += encoder->last_stats().milliseconds;
+        session.eval_embeddings(embd.values);
+        for (uint32_t t = 0; t < embd.n_tokens; ++t) result.layout.push_back({start + t, true, int32_t(t), -1});
+        result.image_embd.insert(result.image_embd.end(), embd.values.begin(), embd.values.end());
+    }
+    return result;
+}
+
+int eval_with_media(Args args) {
+    ModelOptions options;
+    MediaOptions media;
+    std::string prompt, logits_path, embd_path, layout_path;
+    for (size_t i = 0; i < args.size(); ++i) {
+        if (options.parse(args, i) || media.parse(args, i)) continue;
+        if ((args[i] == "-p" || args[i] == "--prompt") && i + 1 < args.size()) prompt = args[++i];
+        else if (args[i] == "--logits-out" && i + 1 < args.size()) logits_path = args[++i];
+        else if (args[i] == "--embd-out" && i + 1 < args.size()) embd_path = args[++i];
+        else if (args[i] == "--layout-out" && i + 1 < args.size()) layout_path = args[++i];
+        else fail("unexpected argument '{}'; {}", args[i], fmt::format(eval_media_usage, ModelOptions::usage, MediaOptions::usage));
+    }
+    if (options.model_path.empty() || logits_path.empty())
+        fail(eval_media_usage, ModelOptions::usage, MediaOptions::usage);
+
+    LoadedModel loaded(options);
+    LoadedMedia loaded_media(loaded, media);
+    MediaPromptResult result = loaded_media.evaluate(loaded, prompt);
+    write_floats(logits_path, result.text_logits);
+    if (!embd_path.empty()) write_floats(embd_path, result.image_embd);
+    if (!layout_path.empty()) write_layout(layout_path, result.layout);
+    std::fprintf(stderr, "wrote %zu x %u logits to %s; %zu image embeddings encoded in %.1f ms\n",
+                 result.text_tokens.size(), loaded.model->info().n_vocab, logits_path.c_str(),
+                 result.image_embd.size() / loaded.model->info().n_embd, result.encode_ms);
+    write_reports(options, loaded);
+    return 0;
+}
+
+}  // namespace vkllm::cli

@@ -1,0 +1,43 @@
+#include "vision/prompt.h"
+
+#include "core/error.h"
+
+namespace vkllm::vision {
+namespace {
+
+std::string wrapped_marker(ProjectorType projector) {
+    const std::string marker(media_marker);
+    return projector == ProjectorType::Gemma3 ? "<start_of_image>" + marker + "<end_of_image>" : marker + "[IMG_END]";
+}
+
+}  // namespace
+
+std::vector<PromptChunk> tokenize_with_media(const tokenizer::Tokenizer& tokenizer, ProjectorType projector,
+                                             std::string_view prompt, size_t n_images) {
+    std::string text;
+    size_t n_markers = 0;
+    for (size_t at = 0;;) {
+        const size_t found = prompt.find(media_marker, at);
+        text += prompt.substr(at, found - at);
+        if (found == std::string_view::npos) break;
+        text += wrapped_marker(projector);
+        at = found + media_marker.size();
+        ++n_markers;
+    }
+    if (n_markers != n_images)
+        fail("the prompt has {} media markers ({}) for {} images", n_markers, media_marker, n_images);
+    std::vector<PromptChunk> chunks;
+    int image = 0;
+    for (size_t at = 0;;) {
+        const size_t found = text.find(media_marker, at);
+        const std::string_view part = std::string_view(text).substr(at, found - at);
+        std::vector<int32_t> tokens = tokenizer.tokenize(part, /*add_special=*/at == 0, /*parse_special=*/true);
+        if (!tokens.empty()) chunks.push_back({std::move(tokens), -1});
+        if (found == std::string::npos) break;
+        chunks.push_back({{}, image++});
+        at = found + media_marker.size();
+    }
+    return chunks;
+}
+
+}  // namespace vkllm::vision
