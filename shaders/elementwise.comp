@@ -5,6 +5,7 @@
 //   SOFTCAP y = factor * tanh(x / factor)  (final logit softcapping), tanh(u) = 1 - 2 / (e^2u + 1)
 //   SWIGLU  y = silu(gate) * up          (shaders/glu.glsl)
 //   GEGLU   y = gelu_tanh(gate) * up
+//   SWIGLU_OAI y = swiglu_oai(gate, up) (MiniMax-M3)
 // Each invocation handles 4 consecutive elements, with vec4 loads when the sizes allow. The output may
 // alias an input.
 #extension GL_GOOGLE_include_directive : require
@@ -38,6 +39,8 @@ vec4 apply(vec4 first, vec4 second) {
     return swiglu(first, second);
 #elif defined(GEGLU)
     return geglu(first, second);
+#elif defined(SWIGLU_OAI)
+    return swiglu_oai(first, second);
 #endif
 }
 

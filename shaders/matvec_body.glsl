@@ -21,7 +21,7 @@
 #include "glu.glsl"
 
 const uint MAX_ROWS_PER_TEAM = 4;
-const uint INPUT_PLAIN = 0, INPUT_RMS_NORM = 1, INPUT_SWIGLU = 2, INPUT_GEGLU = 3;  // ops::MatvecInput::Kind
+const uint INPUT_PLAIN = 0, INPUT_RMS_NORM = 1, INPUT_SWIGLU = 2, INPUT_GEGLU = 3, INPUT_SWIGLU_OAI = 4;  // ops::MatvecInput::Kind
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint THREADS_PER_ROW = 32;  // 1 or a multiple of the subgroup size
@@ -59,6 +59,7 @@ vec4 input4(uint i4, float scale) {
 #endif
     if (INPUT == INPUT_SWIGLU) return swiglu(x4[i4], x4[i4 + p.cols / 4]);
     if (INPUT == INPUT_GEGLU) return geglu(x4[i4], x4[i4 + p.cols / 4]);
+    if (INPUT == INPUT_SWIGLU_OAI) return swiglu_oai(x4[i4], x4[i4 + p.cols / 4]);
     return x4[i4];
 }
 

@@ -52,7 +52,8 @@ gpu::Dispatch softcap(gpu::Device& device, const gpu::BufferRange& x, const gpu:
 
 gpu::Dispatch glu(gpu::Device& device, Glu kind, const gpu::BufferRange& gate, const gpu::BufferRange& up,
                   const gpu::BufferRange& y, uint32_t n) {
-    return elementwise(device, kind == Glu::SwiGlu ? "swiglu" : "geglu", {{gate, n}, {up, n}}, y,
+    const char* name = kind == Glu::SwiGlu ? "swiglu" : kind == Glu::GeGlu ? "geglu" : "swiglu_oai";
+    return elementwise(device, name, {{gate, n}, {up, n}}, y,
                        {.n = n, .b_n = 0, .factor = 0.0f});
 }
 

@@ -16,7 +16,8 @@ gpu::Dispatch scale(gpu::Device& device, const gpu::BufferRange& x, const gpu::B
 gpu::Dispatch softcap(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
                       float cap);
 
-enum class Glu { SwiGlu, GeGlu };  // silu(gate) * up, gelu_tanh(gate) * up
+// silu(gate) * up, gelu_tanh(gate) * up, and MiniMax-M3's clamped SwiGLU (model-notes.md C.0)
+enum class Glu { SwiGlu, GeGlu, SwiGluOai };
 gpu::Dispatch glu(gpu::Device& device, Glu kind, const gpu::BufferRange& gate, const gpu::BufferRange& up,
                   const gpu::BufferRange& y, uint32_t n);
 

@@ -48,3 +48,18 @@ TEST_CASE("scale, softcap, SwiGLU and GeGLU, saturated inputs included") {
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "geglu");
     }
 }
+
+TEST_CASE("SwiGLU-OAI: gate and up clamped at 7 on both sides of the limits") {
+    const uint64_t seed = test::base_seed() + 520;
+    for (uint32_t n : {1003u, 8u}) {
+        CAPTURE(n);
+        std::vector<float> gate = test::random_floats(n, seed + n, -12.0f, 12.0f);
+        const std::vector<float> up = test::random_floats(n, seed + n + 1, -12.0f, 12.0f);
+        gate[0] = -200.0f;  // e^(-1.702 z) overflows to inf: the result must be -0, not NaN
+        gpu::Buffer gate_buffer = test::upload(gate), up_buffer = test::upload(up), y = test::zero_buffer(n * 4);
+        std::vector<float> want(n);
+        ref::swiglu_oai(gate, up, want);
+        test::run(ops::glu(test::device(), ops::Glu::SwiGluOai, gate_buffer.range(), up_buffer.range(), y.range(), n));
+        test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "swiglu_oai");
+    }
+}

@@ -1,5 +1,6 @@
 #include "ops/ref/elementwise_ref.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -29,6 +30,14 @@ void geglu(std::span<const float> gate, std::span<const float> up, std::span<flo
     for (size_t i = 0; i < gate.size(); ++i) {
         double z = gate[i];
         y[i] = float(0.5 * z * (1.0 + std::tanh(sqrt_2_over_pi * (z + 0.044715 * z * z * z))) * up[i]);
+    }
+}
+
+void swiglu_oai(std::span<const float> gate, std::span<const float> up, std::span<float> y) {
+    const double alpha = 1.702, limit = 7.0;
+    for (size_t i = 0; i < gate.size(); ++i) {
+        const double g = std::min(double(gate[i]), limit), u = std::clamp(double(up[i]), -limit, limit);
+        y[i] = float(g / (1.0 + std::exp(-alpha * g)) * (u + 1.0));
     }
 }
 

@@ -15,5 +15,7 @@ void softcap(std::span<const float> x, float cap, std::span<float> y);
 void swiglu(std::span<const float> gate, std::span<const float> up, std::span<float> y);
 // y = gelu_tanh(gate) * up, gelu_tanh(z) = 0.5 z (1 + tanh(sqrt(2/pi) (z + 0.044715 z^3))).
 void geglu(std::span<const float> gate, std::span<const float> up, std::span<float> y);
+// y = g / (1 + e^(-1.702 g)) * (clamp(up, -7, 7) + 1) with g = min(gate, 7) (MiniMax-M3's SwiGLU).
+void swiglu_oai(std::span<const float> gate, std::span<const float> up, std::span<float> y);
 
 }  // namespace vkllm::ref
