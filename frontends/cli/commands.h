@@ -10,10 +10,12 @@ using Args = std::span<const std::string_view>;  // the arguments after the subc
 int bench(Args args);
 int bench_ops(Args args);
 int chat(Args args);
+int convert(Args args);
 int devices(Args args);
 int eval(Args args);
 int info(Args args);
 int perplexity(Args args);
+int quantize(Args args);
 int run(Args args);
 int synth(Args args);
 int tokenize(Args args);

@@ -25,6 +25,8 @@ constexpr Command commands[] = {
     {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
     {"synth", vkllm::cli::synth, "write a GGUF of a real model's shape with seeded random weights"},
     {"info", vkllm::cli::info, "show a GGUF file's metadata and tensors"},
+    {"convert", vkllm::cli::convert, "convert a Hugging Face safetensors checkpoint to GGUF"},
+    {"quantize", vkllm::cli::quantize, "re-encode a GGUF in another type (q8_0, q4_0, q4_k...)"},
     {"tokenize", vkllm::cli::tokenize, "token ids of a text (or a file's bytes) with a model's tokenizer"},
     {"detokenize", vkllm::cli::detokenize, "the text of token ids"},
     {"template", vkllm::cli::chat_template, "the prompt a model's chat template makes of a conversation"},

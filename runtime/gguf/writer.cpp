@@ -1,6 +1,7 @@
 // GGUF v3 writer (layout: model-notes.md A.1).
 #include "gguf/writer.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <fstream>
@@ -134,8 +135,7 @@ void Writer::add_value(std::string_view key, const Value& value) {
     add_entry(key, std::move(encoded));
 }
 
-void Writer::add_tensor(std::string_view name, GgmlType type, std::span<const uint64_t> ne,
-                        std::span<const std::byte> data) {
+uint64_t Writer::checked_nbytes(std::string_view name, GgmlType type, std::span<const uint64_t> ne) const {
     if (name.empty() || name.size() > 63) fail("gguf writer: tensor name '{}' is not 1 to 63 bytes", name);
     for (const TensorEntry& t : tensors_)
         if (t.name == name) fail("gguf writer: tensor '{}' is added twice", name);
@@ -145,9 +145,20 @@ void Writer::add_tensor(std::string_view name, GgmlType type, std::span<const ui
              type_name(type), block_size(type));
     uint64_t nbytes = row_bytes(type, ne[0]);
     for (size_t d = 1; d < ne.size(); ++d) nbytes *= ne[d];
+    return nbytes;
+}
+
+void Writer::add_tensor(std::string_view name, GgmlType type, std::span<const uint64_t> ne,
+                        std::span<const std::byte> data) {
+    const uint64_t nbytes = checked_nbytes(name, type, ne);
     if (data.size() != nbytes)
         fail("gguf writer: tensor '{}' needs {} bytes of {} data, got {}", name, nbytes, type_name(type), data.size());
-    tensors_.push_back({std::string(name), type, {ne.begin(), ne.end()}, {data.begin(), data.end()}});
+    tensors_.push_back({std::string(name), type, {ne.begin(), ne.end()}, nbytes, false, {data.begin(), data.end()}});
+}
+
+void Writer::declare_tensor(std::string_view name, GgmlType type, std::span<const uint64_t> ne) {
+    const uint64_t nbytes = checked_nbytes(name, type, ne);
+    tensors_.push_back({std::string(name), type, {ne.begin(), ne.end()}, nbytes, true, {}});
 }
 
 uint64_t Writer::alignment() const {
@@ -163,7 +174,7 @@ uint64_t Writer::alignment() const {
     return 32;
 }
 
-std::vector<std::byte> Writer::bytes() const {
+std::vector<std::byte> Writer::header_bytes() const {
     const uint64_t align = alignment();
     std::vector<std::byte> out;
     put_bytes(out, "GGUF", 4);
@@ -181,11 +192,17 @@ std::vector<std::byte> Writer::bytes() const {
         for (uint64_t n : t.ne) put<int64_t>(out, int64_t(n));
         put<uint32_t>(out, uint32_t(t.type));
         put<uint64_t>(out, offset);
-        offset += t.data.size() + (align - t.data.size() % align) % align;
+        offset += t.nbytes + (align - t.nbytes % align) % align;
     }
-    if (tensors_.empty()) return out;
-    pad_to(out, align);
+    if (!tensors_.empty()) pad_to(out, align);
+    return out;
+}
+
+std::vector<std::byte> Writer::bytes() const {
+    const uint64_t align = alignment();
+    std::vector<std::byte> out = header_bytes();
     for (const TensorEntry& t : tensors_) {
+        if (t.declared) fail("gguf writer: tensor '{}' was declared without data: use write_streaming", t.name);
         put_bytes(out, t.data.data(), t.data.size());
         pad_to(out, align);
     }
@@ -193,11 +210,44 @@ std::vector<std::byte> Writer::bytes() const {
 }
 
 void Writer::write(const std::filesystem::path& path) const {
-    const std::vector<std::byte> data = bytes();
+    write_streaming(path, [this](size_t i, const TensorSink&) {
+        fail("gguf writer: tensor '{}' was declared without data: use write_streaming", tensors_[i].name);
+    });
+}
+
+void Writer::write_streaming(const std::filesystem::path& path, const TensorSource& source) const {
+    const uint64_t align = alignment();
     std::ofstream file(path, std::ios::binary | std::ios::trunc);
-    file.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
+    const auto put_file = [&](std::span<const std::byte> data) {
+        file.write(reinterpret_cast<const char*>(data.data()), std::streamsize(data.size()));
+    };
+    put_file(header_bytes());
+    const std::byte zeros[256] = {};  // padding is written in pieces: the alignment may exceed 256
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+        const TensorEntry& t = tensors_[i];
+        if (!t.declared) {
+            put_file(t.data);
+        } else {
+            uint64_t written = 0;
+            source(i, [&](std::span<const std::byte> piece) {
+                if (piece.size() > t.nbytes - written)
+                    fail("gguf writer: tensor '{}' got more than its {} bytes of {} data", t.name, t.nbytes,
+                         type_name(t.type));
+                put_file(piece);
+                written += piece.size();
+            });
+            if (written != t.nbytes)
+                fail("gguf writer: tensor '{}' needs {} bytes of {} data, got {}", t.name, t.nbytes,
+                     type_name(t.type), written);
+        }
+        for (uint64_t pad = (align - t.nbytes % align) % align; pad > 0;) {
+            const uint64_t n = std::min<uint64_t>(pad, sizeof zeros);
+            put_file(std::span(zeros, n));
+            pad -= n;
+        }
+    }
     file.close();
-    if (!file) fail("{}: cannot write {} bytes", path.string(), data.size());
+    if (!file) fail("{}: cannot write the GGUF file", path.string());
 }
 
 }  // namespace vkllm::gguf

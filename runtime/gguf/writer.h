@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -47,8 +48,19 @@ public:
     void add_tensor(std::string_view name, GgmlType type, std::span<const uint64_t> ne,
                     std::span<const std::byte> data);
 
+    // A tensor whose data write_streaming asks for when it gets there, so a converter holds one
+    // tensor at a time; bytes() and write() refuse a writer with such tensors.
+    void declare_tensor(std::string_view name, GgmlType type, std::span<const uint64_t> ne);
+
     std::vector<std::byte> bytes() const;
     void write(const std::filesystem::path& path) const;
+
+    // Writes the file, asking source(index, sink) for each declared tensor's data, which it hands
+    // to sink in pieces (in order, any number) that add up to exactly the tensor's nbytes.
+    // Tensors added with data are written as they are.
+    using TensorSink = std::function<void(std::span<const std::byte>)>;
+    using TensorSource = std::function<void(size_t index, const TensorSink& sink)>;
+    void write_streaming(const std::filesystem::path& path, const TensorSource& source) const;
 
 private:
     struct Entry {
@@ -59,7 +71,9 @@ private:
         std::string name;
         GgmlType type;
         std::vector<uint64_t> ne;
-        std::vector<std::byte> data;
+        uint64_t nbytes;
+        bool declared;                // data comes from write_streaming's source
+        std::vector<std::byte> data;  // empty for a declared tensor
     };
 
     template <class T>
@@ -83,6 +97,8 @@ private:
     void add_scalar(std::string_view key, ValueType type, const void* value, size_t size);
     void add_scalar_array(std::string_view key, ValueType type, std::span<const std::byte> elements, uint64_t count);
     uint64_t alignment() const;
+    uint64_t checked_nbytes(std::string_view name, GgmlType type, std::span<const uint64_t> ne) const;
+    std::vector<std::byte> header_bytes() const;  // up to the padded start of the tensor data
 
     uint32_t version_;
     std::vector<Entry> entries_;

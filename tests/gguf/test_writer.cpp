@@ -66,3 +66,24 @@ TEST_CASE("a file with metadata only has no data section padding") {
     CHECK(f.tensors().empty());
     CHECK(f.get_string("general.architecture") == "llama");
 }
+
+TEST_CASE("a streamed file equals the one written from memory, and a short tensor is refused") {
+    const std::vector<std::byte> bytes = test::sample_file();
+    const File f = File::from_bytes(bytes);
+    Writer streamed(f.version());
+    for (const KeyValue& kv : f.metadata()) streamed.add_value(kv.key, kv.value);
+    for (const Tensor& t : f.tensors()) streamed.declare_tensor(t.name, t.type, std::span(t.ne.data(), t.n_dims));
+    const auto path = std::filesystem::temp_directory_path() / "vkllm_test_streamed.gguf";
+    streamed.write_streaming(path, [&](size_t i, const Writer::TensorSink& sink) {
+        const Tensor& t = f.tensors()[i];
+        const size_t half = t.data.size() / 2;  // in two pieces, as a converter hands over rows
+        sink(t.data.first(half));
+        sink(t.data.subspan(half));
+    });
+    CHECK(test::read_bytes(path) == bytes);
+    CHECK_THROWS_AS(streamed.bytes(), vkllm::Error);
+    CHECK_THROWS_AS(streamed.write(path), vkllm::Error);
+    if (!f.tensors().empty())
+        CHECK_THROWS_AS(streamed.write_streaming(path, [](size_t, const Writer::TensorSink&) {}), vkllm::Error);
+    std::filesystem::remove(path);
+}

@@ -1,0 +1,127 @@
+#include "convert/convert.h"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+
+#include "convert/architectures.h"
+#include "core/error.h"
+#include "gguf/quants.h"
+
+namespace vkllm::convert {
+
+namespace {
+
+// Rows are produced and encoded this many f32 values at a time (16 MiB), bounding memory.
+constexpr uint64_t chunk_values = uint64_t(1) << 22;
+
+uint32_t count_layers(const Plan& plan) {
+    uint32_t n_layer = 0;
+    for (const PlannedTensor& t : plan.tensors) {
+        std::string_view name = t.name;
+        const size_t at = name.find("blk.");
+        if (at == std::string_view::npos) continue;
+        uint32_t layer = 0;
+        auto [end, error] = std::from_chars(name.data() + at + 4, name.data() + name.size(), layer);
+        if (error == std::errc()) n_layer = std::max(n_layer, layer + 1);
+    }
+    return n_layer;
+}
+
+std::string shape_string(const std::vector<uint64_t>& ne) {
+    std::string text;
+    for (uint64_t n : ne) text += (text.empty() ? "" : " x ") + std::to_string(n);
+    return text;
+}
+
+// Produces tensor t's rows chunk by chunk, encodes them as `type` and hands the bytes on.
+void stream_tensor(const PlannedTensor& t, gguf::GgmlType type, const gguf::Writer::TensorSink& sink) {
+    const uint64_t row = t.ne[0], n_rows = t.n_rows();
+    const uint64_t rows_per_chunk = std::max<uint64_t>(1, chunk_values / row);
+    std::vector<float> values;
+    std::vector<std::byte> encoded;
+    for (uint64_t first = 0; first < n_rows; first += rows_per_chunk) {
+        const uint64_t count = std::min(rows_per_chunk, n_rows - first);
+        values.resize(count * row);
+        t.rows(first, values);
+        if (gguf::block_size(type) > 1)  // the quantizers need finite inputs
+            for (float v : values)
+                if (!std::isfinite(v)) fail("tensor '{}': a value in rows {} to {} is not finite", t.name, first, first + count);
+        encoded.resize(gguf::row_bytes(type, row) * count);
+        gguf::quantize(type, values, encoded);
+        sink(encoded);
+    }
+}
+
+}  // namespace
+
+std::string size_label(uint64_t n_params) {
+    const double n = double(n_params);
+    const auto [scaled, suffix] = n > 1e12 ? std::pair{n * 1e-12, 'T'}
+                                : n > 1e9  ? std::pair{n * 1e-9, 'B'}
+                                : n > 1e6  ? std::pair{n * 1e-6, 'M'}
+                                           : std::pair{n * 1e-3, 'K'};
+    // at least two significant digits before the suffix
+    const std::string whole = std::to_string(int64_t(std::nearbyint(scaled)));
+    const int digits = int(whole.size() - std::min(whole.find_first_not_of('0'), whole.size()));
+    return fmt::format("{:.{}f}{}", scaled, std::max(2 - digits, 0), suffix);
+}
+
+std::string name_from_folder(const std::filesystem::path& dir) {
+    std::string name = std::filesystem::weakly_canonical(dir).filename().string();
+    bool after_letter = false;  // Python's str.title()
+    for (char& c : name) {
+        const bool letter = std::isalpha(uint8_t(c)) != 0;
+        if (letter) c = char(after_letter ? std::tolower(uint8_t(c)) : std::toupper(uint8_t(c)));
+        after_letter = letter;
+    }
+    return name;
+}
+
+void write_plan(const Plan& plan, const std::filesystem::path& output, OutputType type, const Progress& progress) {
+    gguf::Writer writer = plan.metadata;
+    writer.add_u32("general.file_type", file_type(type));
+
+    const uint32_t n_layer = count_layers(plan);
+    std::vector<gguf::GgmlType> types;
+    for (const PlannedTensor& t : plan.tensors) {
+        types.push_back(tensor_type(type, t.name, t.ne, n_layer));
+        writer.declare_tensor(t.name, types.back(), t.ne);
+    }
+
+    std::filesystem::path partial = output;
+    partial += ".part";
+    try {
+        writer.write_streaming(partial, [&](size_t i, const gguf::Writer::TensorSink& sink) {
+            const PlannedTensor& t = plan.tensors[i];
+            if (progress)
+                progress(fmt::format("[{:>4}/{}] {:<40} {:<20} {}", i + 1, plan.tensors.size(), t.name,
+                                     shape_string(t.ne), gguf::type_name(types[i])));
+            if (t.stored_type == types[i]) sink(t.stored_data);
+            else stream_tensor(t, types[i], sink);
+        });
+        std::filesystem::rename(partial, output);
+    } catch (...) {
+        std::error_code ignored;
+        std::filesystem::remove(partial, ignored);
+        throw;
+    }
+}
+
+void convert(const ConvertOptions& options) {
+    Source source{options.hf_dir, HfConfig::open(options.hf_dir), Checkpoint::open(options.hf_dir)};
+    const auto write = [&](Plan plan, const std::filesystem::path& output) {
+        uint64_t n_params = 0;
+        for (const PlannedTensor& t : plan.tensors) n_params += t.n_elements();
+        plan.metadata.add_string("general.type", plan.type);
+        plan.metadata.add_string("general.name", name_from_folder(options.hf_dir));
+        plan.metadata.add_string("general.size_label", size_label(n_params));
+        plan.metadata.add_u32("general.quantization_version", 2);
+        write_plan(plan, output, options.type, options.progress);
+    };
+    if (!options.output.empty()) write(plan_model(source), options.output);
+    if (!options.mmproj.empty()) write(plan_mmproj(source), options.mmproj);
+}
+
+}  // namespace vkllm::convert
