@@ -5,6 +5,7 @@
 #include "params.h"
 layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"
+#include "attn_keys.glsl"
 
 layout(constant_id = 3) const uint HEAD_DIM_V = 128;
 layout(constant_id = 4) const uint CHUNK = 128;  // keys per attn_decode workgroup
@@ -17,7 +18,9 @@ layout(push_constant) uniform Push { AttentionParams p; };
 
 void main() {
     const uint head = gl_WorkGroupID.x, token = gl_WorkGroupID.y;
-    const ivec2 keys = visible_keys(positions[token], p.n_swa, p.n_cells);
+    const int last_pos = positions[p.n_tokens - 1];
+    const ivec2 keys = visible_keys(cache_keys(last_pos, p.n_cells), positions[token], last_pos, p.n_swa, p.n_cells,
+                                    p.causal != 0u);
     const int first = keys.x, last = keys.y;
     const uint base = token * p.n_head + head;
     if (last < first) {  // no key at all (a negative position): an all-zero output, never NaN

@@ -15,6 +15,7 @@ layout(local_size_x_id = 0) in;  // = CHUNK: one key per invocation for the scor
 #define K_BINDING 1
 #define V_BINDING 2
 #include "kv_cache.glsl"
+#include "attn_keys.glsl"
 
 layout(constant_id = 3) const uint HEAD_DIM_K = 128;
 layout(constant_id = 4) const uint HEAD_DIM_V = 128;
@@ -35,6 +36,8 @@ shared float probs[HEADS * CHUNK];
 shared vec4 slice_sums[KEY_SLICES * HEADS * DIM_THREADS];
 // Per head and subgroup (subgroups of 8 or more lanes), for the chunk's softmax statistics.
 shared float head_partials[HEADS * CHUNK / 8];
+
+CacheKeys held;  // the positions the cache holds for this batch
 
 // The chunk's max of each head's logits, then its sum of e^(logit - max): all heads reduced together,
 // so the workgroup meets at 2 barriers rather than 4 per head (barriers are costly on CPU devices).
@@ -69,7 +72,8 @@ void key_logits(int key0, ivec2 keys, uint kv_head, out float logit[HEADS]) {
     float qk[HEADS];
     [[unroll]] for (uint g = 0; g < HEADS; ++g) qk[g] = 0.0;
     if (visible) {
-        const uint k_row = p.n_head_kv * HEAD_DIM_K, k_base = uint(key) * k_row + kv_head * HEAD_DIM_K;
+        const uint k_row = p.n_head_kv * HEAD_DIM_K;
+        const uint k_base = key_cell(held, key, p.n_cells) * k_row + kv_head * HEAD_DIM_K;
         for (uint d = 0; d < HEAD_DIM_K / 4; ++d) {
             const vec4 k = k_load4(k_base + 4 * d, p.n_cells, k_row);
             [[unroll]] for (uint g = 0; g < HEADS; ++g) qk[g] += dot(q_tile[g * HEAD_DIM_K / 4 + d], k);
@@ -86,7 +90,8 @@ void weighted_values(int key0, ivec2 keys, uint kv_head, uint slice, uint dim4, 
     for (uint j = slice; j < CHUNK; j += KEY_SLICES) {
         const int key = key0 + int(j);
         if (key < keys.x || key > keys.y) continue;
-        const vec4 v = v_load4(uint(key) * v_row + kv_head * HEAD_DIM_V + 4 * dim4, p.n_cells, v_row);
+        const uint element = key_cell(held, key, p.n_cells) * v_row + kv_head * HEAD_DIM_V + 4 * dim4;
+        const vec4 v = v_load4(element, p.n_cells, v_row);
         [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] += probs[g * CHUNK + j] * v;
     }
 }
@@ -119,7 +124,9 @@ void process_chunk(uint chunk, uint head0, uint token, uint kv_head, ivec2 keys)
 void main() {
     const uint head0 = gl_WorkGroupID.y * HEADS, token = gl_WorkGroupID.z;
     const uint kv_head = head0 / (p.n_head / p.n_head_kv);
-    const ivec2 keys = visible_keys(positions[token], p.n_swa, p.n_cells);
+    const int last_pos = positions[p.n_tokens - 1];
+    held = cache_keys(last_pos, p.n_cells);
+    const ivec2 keys = visible_keys(held, positions[token], last_pos, p.n_swa, p.n_cells, p.causal != 0u);
     const uint first_chunk = uint(keys.x) / CHUNK;
     if (keys.y < keys.x || gl_WorkGroupID.x > uint(keys.y) / CHUNK - first_chunk) return;  // uniform
 

@@ -23,6 +23,7 @@ layout(local_size_x_id = 0) in;  // = DIM_THREADS * (ROWS / ROWS_PER_THREAD)
 #define K_BINDING 1
 #define V_BINDING 2
 #include "kv_cache.glsl"
+#include "attn_keys.glsl"
 
 layout(constant_id = 3) const uint HEAD_DIM_K = 128;
 layout(constant_id = 4) const uint HEAD_DIM_V = 128;
@@ -48,12 +49,16 @@ shared ivec2 row_keys[ROWS];            // visible keys of each row within this 
 shared bool row_resumes[ROWS];          // the row continues earlier passes
 shared float row_max[ROWS], row_sum[ROWS], row_rescale[ROWS];
 
+CacheKeys held;  // the positions the cache holds for this batch
+
 // Each row's visible keys within this pass, and its state from the previous passes (or a fresh one).
 void load_rows(uint token0, uint head) {
     const uint tid = gl_LocalInvocationID.x;
     if (tid >= ROWS) return;
     ivec2 keys = ivec2(0, -1);
-    if (token0 + tid < p.n_tokens) keys = visible_keys(positions[token0 + tid], p.n_swa, p.n_cells);
+    const int last_pos = positions[p.n_tokens - 1];
+    if (token0 + tid < p.n_tokens)
+        keys = visible_keys(held, positions[token0 + tid], last_pos, p.n_swa, p.n_cells, p.causal != 0u);
     const ivec2 in_pass = ivec2(max(keys.x, int(p.key_begin)), min(keys.y, int(p.key_end) - 1));
     row_keys[tid] = in_pass;
     row_resumes[tid] = in_pass.x <= in_pass.y && keys.x < int(p.key_begin);
@@ -78,8 +83,8 @@ void load_tile(int tile, int end_key, uint kv_head, bool values) {
     const uint row_size = values ? p.v_row : p.n_head_kv * HEAD_DIM_K;
     for (uint i = gl_LocalInvocationID.x; i < TILE_KEYS * dim4s; i += THREADS) {
         const int key = tile + int(i / dim4s);
-        const uint element = uint(key) * row_size + kv_head * dim4s * 4 + 4 * (i % dim4s);
         vec4 v = vec4(0.0);
+        const uint element = key_cell(held, key, p.n_cells) * row_size + kv_head * dim4s * 4 + 4 * (i % dim4s);
         if (key < end_key) v = values ? v_load4(element, p.n_cells, row_size) : k_load4(element, p.n_cells, row_size);
         kv_tile[i] = TILE_VEC4(v);
     }
@@ -125,6 +130,7 @@ void online_softmax() {
 void main() {
     const uint token0 = gl_WorkGroupID.x * ROWS, head = gl_WorkGroupID.y;
     const uint kv_head = head / (p.n_head / p.n_head_kv);
+    held = cache_keys(positions[p.n_tokens - 1], p.n_cells);
     load_rows(token0, head);
     barrier();
     int first_key = 0x7FFFFFFF, end_key = 0;

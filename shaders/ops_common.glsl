@@ -5,10 +5,3 @@
 // many devices): the host splits a count into x * y and the kernel flattens it back.
 uint flat_workgroup() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
 uint flat_invocation() { return flat_workgroup() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; }
-
-// Keys a query at `pos` sees in a single-sequence cache: cells first .. last (empty when last < first).
-ivec2 visible_keys(int pos, uint n_swa, uint n_cells) {
-    const int last = min(pos, int(n_cells) - 1);
-    const int first = n_swa != 0u ? max(0, pos - int(n_swa) + 1) : 0;
-    return ivec2(first, last);
-}

@@ -100,8 +100,9 @@ VKLLM_PARAMS_STRUCT(KvWriteParams) {
 } VKLLM_PARAMS_END(KvWriteParams, 16);
 
 // Attention of q (n_tokens rows of q_stride floats, each starting with n_head heads of head_dim_k)
-// over a cache of n_cells cells. Decode splits the keys into n_chunks workgroups; prefill runs passes
-// over keys key_begin .. key_end - 1.
+// over a cache of n_cells cells (key indices as shaders/attn_keys.glsl maps them to positions and
+// cells). Decode splits the keys into n_chunks workgroups; prefill runs passes over key indices
+// key_begin .. key_end - 1.
 VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint n_tokens;
     uint q_stride;  // a multiple of 4
@@ -114,9 +115,10 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint n_swa;  // 0: no sliding window
     float scale;
     float softcap;  // 0: off
+    uint causal;    // 0: every query sees the keys up to the batch's last position
     uint v_row;     // values from one cell's V row to the next: n_head_kv * head_dim_v, or the K row
                     // when V is each K row's first head_dim_v values (MLA's latent)
-} VKLLM_PARAMS_END(AttentionParams, 48);
+} VKLLM_PARAMS_END(AttentionParams, 52);
 
 // MiniMax sparse attention (runtime/ops/sparse_attention.h). Block scores: for each token and index
 // head, the max over each block of block_size cells of index query . index key (cells past the

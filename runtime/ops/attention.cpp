@@ -85,7 +85,7 @@ params::AttentionParams attention_params(const AttentionConfig& config, const At
             .q_stride = shape.q_stride ? shape.q_stride : config.n_head * config.head_dim_k,
             .n_head = config.n_head, .n_head_kv = config.n_head_kv,
             .n_cells = shape.n_cells, .n_chunks = n_chunks, .key_begin = key_begin, .key_end = key_end,
-            .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap,
+            .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap, .causal = config.causal,
             .v_row = v_stride(config, shape)};
 }
 

@@ -1,6 +1,9 @@
 #pragma once
-// Causal attention over a single-sequence KV cache (key at cell j has position j), f16 or q8_0,
-// with GQA, a sliding window and a logit softcap (model-notes.md C.0; ops/attention_config.h).
+// Attention over a single-sequence KV cache, f16 or q8_0, with GQA, a sliding window, a logit softcap,
+// causal or not (model-notes.md C.0; ops/attention_config.h). The n_cells cells hold positions base ..
+// base + n_cells - 1, base = max(0, P - n_cells + 1) with P the batch's last position (its last
+// query's), position p in cell p mod n_cells: a full cache (P < n_cells) has position j in cell j; a
+// circular one serves a sliding window of W for batches of n_tokens with W + n_tokens - 1 cells.
 // Query positions come from the int32 positions buffer that RoPE reads, so recorded dispatches serve
 // every step: they cover the whole cache and skip the keys no query sees.
 //   decode:  few queries; the keys split over workgroups (shaders/attn_decode.comp), then a combine

@@ -1,7 +1,7 @@
 // KV-cache writes and attention (decode and prefill) on the GPU against the references. Caches are
 // filled by the reference writer, so GPU and reference read the same f16 or q8_0 values and the
-// attention arithmetic is compared at f32 tolerance. Long caches (8192+ keys, head_dim 128) check
-// that the work is split: lavapipe silently stops any invocation looping past its cap.
+// attention arithmetic is compared at f32 tolerance. Long caches and windows (8192+ keys, head_dim
+// 128) check that the work is split: lavapipe silently stops any invocation looping past its cap.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -131,6 +131,41 @@ TEST_CASE("attention prefill: causal batches, windows across passes, 8192+ and 3
     };
     uint64_t seed = test::base_seed() + 1000;
     for (const AttentionCase& c : cases) check_attention(c, true, seed++);
+}
+
+// A sliding window of W in a circular cache of W + n_tokens - 1 cells (position p at cell p mod
+// n_cells), long past its first wrap; and non-causal batches, where every query sees the whole batch.
+TEST_CASE("attention over a circular window cache and non-causal batches, decode and prefill") {
+    const float scale_128 = 1.0f / std::sqrt(128.0f);
+    const AttentionCase decode_cases[] = {
+        {"window 100, one token", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
+                                   .n_swa = 100}, ops::KvType::F16, 100, {5000}},
+        {"window 100, 3 tokens", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
+                                  .n_swa = 100}, ops::KvType::Q8_0, 102, consecutive(7001, 3)},
+        {"window 9000", {.n_head = 4, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128, .scale = scale_128,
+                         .n_swa = 9000}, ops::KvType::F16, 9000, {40000}},
+        {"not causal", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
+                        .causal = false}, ops::KvType::F16, 300, consecutive(250, 4)},
+    };
+    uint64_t seed = test::base_seed() + 1100;
+    for (const AttentionCase& c : decode_cases) {
+        check_attention(c, false, seed, UINT32_MAX);
+        check_attention(c, false, seed++, 3);
+    }
+    const AttentionCase prefill_cases[] = {
+        {"window 37, chunk 33", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
+                                 .n_swa = 37}, ops::KvType::Q8_0, 37 + 33 - 1, consecutive(5000, 33)},
+        {"chunk 64 past window 16", {.n_head = 2, .n_head_kv = 1, .head_dim_k = 32, .head_dim_v = 32, .scale = 0.2f,
+                                     .softcap = 10.0f, .n_swa = 16}, ops::KvType::F16, 16 + 64 - 1, consecutive(300, 64)},
+        {"window 8192 over passes", {.n_head = 2, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128,
+                                     .scale = scale_128, .n_swa = 8192}, ops::KvType::F16, 8192 + 16 - 1,
+         consecutive(30000, 16)},
+        {"not causal", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
+                        .causal = false}, ops::KvType::F16, 300, consecutive(40, 70)},
+        {"not causal, window 16", {.n_head = 2, .n_head_kv = 2, .head_dim_k = 32, .head_dim_v = 32, .scale = 0.2f,
+                                   .n_swa = 16, .causal = false}, ops::KvType::F16, 16 + 20 - 1, consecutive(100, 20)},
+    };
+    for (const AttentionCase& c : prefill_cases) check_attention(c, true, seed++);
 }
 
 TEST_CASE("kv_write: f16 bits as llama.cpp rounds them, q8_0 blocks, slots from a buffer") {

@@ -60,15 +60,24 @@ void attention(std::span<const float> q, std::span<const float> k, std::span<con
                std::span<float> out) {
     const uint32_t hd_k = config.head_dim_k, hd_v = config.head_dim_v;
     const uint32_t group = config.n_head / config.n_head_kv;
+    const int64_t n_cells = int64_t(k.size() / (config.n_head_kv * hd_k));
+    const int64_t last_pos = positions.back(), base = std::max<int64_t>(0, last_pos - n_cells + 1);
+    std::vector<int64_t> cell_pos(n_cells);
+    for (int64_t j = 0; j < n_cells; ++j) cell_pos[j] = base + ((j - base) % n_cells + n_cells) % n_cells;
+    std::vector<int64_t> seen;
     std::vector<double> scores, acc(hd_v);
     for (size_t t = 0; t < positions.size(); ++t) {
-        const int64_t last = positions[t];
-        const int64_t first = config.n_swa ? std::max<int64_t>(0, last - config.n_swa + 1) : 0;
+        const int64_t pos = positions[t], last = config.causal ? pos : last_pos;
+        seen.clear();
+        for (int64_t j = 0; j < n_cells; ++j)
+            if (cell_pos[j] >= 0 && cell_pos[j] <= last && (config.n_swa == 0 || pos - cell_pos[j] < config.n_swa))
+                seen.push_back(j);
         for (uint32_t h = 0; h < config.n_head; ++h) {
             const float* qh = &q[(t * config.n_head + h) * hd_k];
             const size_t kv_head = h / group;
             scores.clear();
-            for (int64_t j = first; j <= last; ++j) {
+            std::fill(acc.begin(), acc.end(), 0.0);
+            for (int64_t j : seen) {
                 const float* kj = &k[(j * config.n_head_kv + kv_head) * hd_k];
                 double s = 0.0;
                 for (uint32_t d = 0; d < hd_k; ++d) s += double(qh[d]) * kj[d];
@@ -76,16 +85,17 @@ void attention(std::span<const float> q, std::span<const float> k, std::span<con
                 if (config.softcap != 0.0f) s = config.softcap * std::tanh(s / config.softcap);
                 scores.push_back(s);
             }
-            const double max = *std::max_element(scores.begin(), scores.end());
+            const double max = scores.empty() ? 0.0 : *std::max_element(scores.begin(), scores.end());
             double sum = 0.0;
-            std::fill(acc.begin(), acc.end(), 0.0);
-            for (int64_t j = first; j <= last; ++j) {
-                const double p = std::exp(scores[j - first] - max);
+            for (size_t i = 0; i < seen.size(); ++i) {
+                const double p = std::exp(scores[i] - max);
+                const int64_t j = seen[i];
                 const float* vj = &v[(j * config.n_head_kv + kv_head) * hd_v];
                 sum += p;
                 for (uint32_t d = 0; d < hd_v; ++d) acc[d] += p * vj[d];
             }
-            for (uint32_t d = 0; d < hd_v; ++d) out[(t * config.n_head + h) * hd_v + d] = float(acc[d] / sum);
+            for (uint32_t d = 0; d < hd_v; ++d)  // no key seen (a negative position): zeros
+                out[(t * config.n_head + h) * hd_v + d] = sum > 0.0 ? float(acc[d] / sum) : 0.0f;
         }
     }
 }

@@ -1,6 +1,6 @@
 #pragma once
-// Reference KV-cache write/read and causal attention (model-notes.md C.0 "Attention").
-// The cache is a single sequence: the key at cell j has position j.
+// Reference KV-cache write/read and attention (model-notes.md C.0 "Attention") over a single
+// sequence, full or circular (ops/attention.h).
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -18,8 +18,10 @@ void kv_write(ops::KvType type, std::span<const float> rows, std::span<const int
 std::vector<float> kv_read(ops::KvType type, std::span<const std::byte> cache, uint32_t row_size);
 
 // q [n_tokens][n_head][head_dim_k]; k, v: dequantized caches [n_cells][n_head_kv][head_dim_*];
-// out [n_tokens][n_head][head_dim_v]. The query at positions[t] attends to cells 0..positions[t]
-// (and only the last n_swa of them with a sliding window), in double precision.
+// out [n_tokens][n_head][head_dim_v]. The cache holds positions base .. base + n_cells - 1, base =
+// max(0, P - n_cells + 1) with P the last query's position, each at its cell mod n_cells; the query
+// at positions[t] attends to those up to positions[t] (up to P when not causal), the last n_swa of
+// them with a sliding window, in double precision.
 void attention(std::span<const float> q, std::span<const float> k, std::span<const float> v,
                std::span<const int32_t> positions, const ops::AttentionConfig& config,
                std::span<float> out);
