@@ -11,6 +11,7 @@ namespace {
 constexpr std::pair<std::string_view, MakeModel> architectures[] = {
     {"llama", make_llama},
     {"mistral3", make_llama},
+    {"minimax-m3", make_minimax_m3},
 };
 
 }  // namespace
