@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "ops/attention.h"
 #include "ops/copy.h"
+#include "ops/elementwise.h"
 #include "ops/embed.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
@@ -18,6 +19,47 @@ namespace {
 constexpr uint64_t f32 = sizeof(float);
 
 std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
+
+// A block's output added to the residual x: project_into(x, accumulate = true), or with a post-norm
+// (Gemma 3) into a region of its own, normed, then added: x += rmsnorm(y) * post_norm.
+template <class ProjectInto>
+void residual_add(Builder& b, const std::string& norm_name, graph::Region x, const Weight* post_norm, float eps,
+                  ProjectInto project_into) {
+    if (!post_norm) return project_into(x, true);
+    const uint32_t n = b.shape.n_tokens * post_norm->cols;
+    auto y = b.graph.transient(norm_name + "_in", n * f32);
+    project_into(y, false);
+    b.graph.add(norm_name, ops::rmsnorm(b.device, b.range(y), post_norm->range(), b.range(y), post_norm->cols,
+                                        b.shape.n_tokens, eps), post_norm->bytes());
+    b.graph.add(norm_name + "_add", ops::add(b.device, b.range(x), b.range(y), b.range(x), n, n));
+}
+
+// Per-head RMSNorm of q and of k in place in each token's qkv row (Gemma 3's attn_q_norm, attn_k_norm).
+void qk_norm(Builder& b, int layer, graph::Region qkv, const AttentionWeights& weights, const ops::AttentionConfig& c,
+             float eps) {
+    const uint32_t n_tokens = b.shape.n_tokens, q_size = c.n_head * c.head_dim_k, k_size = c.n_head_kv * c.head_dim_k;
+    const uint32_t qkv_size = q_size + k_size + c.n_head_kv * c.head_dim_v;
+    const graph::Region q = qkv.sub(0, ((n_tokens - 1) * qkv_size + q_size) * f32);
+    const graph::Region k = qkv.sub(q_size * f32, ((n_tokens - 1) * qkv_size + k_size) * f32);
+    b.graph.add(layer_name(layer, "attn_q_norm"),
+                ops::rmsnorm_grouped(b.device, b.range(q), weights.q_norm->range(), b.range(q), c.head_dim_k,
+                                     n_tokens * c.n_head, eps, c.n_head, qkv_size), weights.q_norm->bytes());
+    b.graph.add(layer_name(layer, "attn_k_norm"),
+                ops::rmsnorm_grouped(b.device, b.range(k), weights.k_norm->range(), b.range(k), c.head_dim_k,
+                                     n_tokens * c.n_head_kv, eps, c.n_head_kv, qkv_size), weights.k_norm->bytes());
+}
+
+// The RMSNorm of x before a projection: for many tokens a norm pass into a new region, returned; for
+// one token none, the projection's kernels normalizing x themselves (n_embd floats per workgroup,
+// against the dispatch a norm pass costs).
+std::optional<graph::Region> norm_pass(Builder& b, graph::Region x, const Weight& norm, float eps,
+                                       const std::string& norm_name) {
+    if (b.shape.n_tokens == 1) return std::nullopt;
+    const uint32_t n_embd = norm.cols;
+    auto normed = b.graph.transient(norm_name + "_out", b.shape.n_tokens * n_embd * f32);
+    rms_norm(b, norm_name, x, norm, normed, n_embd, eps);
+    return normed;
+}
 
 }  // namespace
 
@@ -63,31 +105,50 @@ void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight
     b.graph.add(name, ops::rmsnorm(b.device, b.range(x), weight.range(), b.range(y), n, rows, eps), weight.bytes());
 }
 
+void project_input(Builder& b, const std::string& name, const Weight& weights, const ops::MatvecInput& input,
+                   graph::Region y, bool accumulate) {
+    b.add(name, ops::matvec(b.device, weights.matrix(), input, b.range(y), accumulate), weights.bytes());
+}
+
+void project_normed(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x,
+                    const Weight& norm, float eps, graph::Region y, const std::string& norm_name) {
+    if (auto normed = norm_pass(b, x, norm, eps, norm_name)) return project(b, name, weights, *normed, y, false);
+    uint32_t offset = 0;
+    for (const Weight& part : weights.parts) {
+        const std::string part_name = weights.parts.size() == 1 ? name : fmt::format("{}[{}]", name, part.name);
+        project_input(b, part_name, part, ops::MatvecInput::rms_norm(b.range(x), norm.range(), eps),
+                      y.sub(offset * f32, part.rows * f32), false);
+        offset += part.rows;
+    }
+}
+
+void project_normed(Builder& b, const std::string& name, const Weight& weights, graph::Region x, const Weight& norm,
+                    float eps, graph::Region y, const std::string& norm_name) {
+    if (auto normed = norm_pass(b, x, norm, eps, norm_name)) return project(b, name, weights, *normed, y, false);
+    project_input(b, name, weights, ops::MatvecInput::rms_norm(b.range(x), norm.range(), eps), y, false);
+}
+
 void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
                    const KvLayerRegions& cache, ops::KvType kv_type) {
     const ops::AttentionConfig& c = spec.config;
     const uint32_t n_tokens = b.shape.n_tokens;
     const uint32_t q_size = c.n_head * c.head_dim_k, k_size = c.n_head_kv * c.head_dim_k;
     const uint32_t v_size = c.n_head_kv * c.head_dim_v, qkv_size = q_size + k_size + v_size;
-    const uint32_t n_embd = weights.norm.cols;
 
-    auto normed = b.graph.transient(layer_name(layer, "attn_norm_out"), n_tokens * n_embd * f32);
-    rms_norm(b, layer_name(layer, "attn_norm"), x, weights.norm, normed, n_embd, spec.rms_eps);
     auto qkv = b.graph.transient(layer_name(layer, "qkv"), n_tokens * qkv_size * f32);
-    project(b, layer_name(layer, "attn_qkv"), weights.qkv, normed, qkv, false);
+    project_normed(b, layer_name(layer, "attn_qkv"), weights.qkv, x, weights.norm, spec.rms_eps, qkv,
+                   layer_name(layer, "attn_norm"));
 
-    // Each token's row of qkv holds its q, k and v; RoPE and the cache writes read them in place.
-    auto k = qkv.sub(q_size * f32, (n_tokens - 1) * qkv_size * f32 + k_size * f32);
-    auto v = qkv.sub((q_size + k_size) * f32, (n_tokens - 1) * qkv_size * f32 + v_size * f32);
+    if (weights.q_norm) qk_norm(b, layer, qkv, weights, c, spec.rms_eps);
+    // Each token's row of qkv holds its q, k and v: one pass rotates q in place and writes rope(k)
+    // and v into the cache.
     auto positions = b.range(b.step.positions);
-    auto phases = b.range(spec.rope_phases);
-    // q and k sit side by side in each row and rotate alike: one RoPE pass over both.
-    b.graph.add(layer_name(layer, "rope_qk"), ops::rope(b.device, spec.rope, {n_tokens, c.n_head + c.n_head_kv, c.head_dim_k,
-                                                                               qkv_size}, phases, positions, b.range(qkv)));
-    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_size, qkv_size, cache.n_cells},
-                                                            b.range(k), b.range(cache.slots), b.range(cache.k)));
-    b.graph.add(layer_name(layer, "cache_v"), ops::kv_write(b.device, kv_type, {n_tokens, v_size, qkv_size, cache.n_cells},
-                                                            b.range(v), b.range(cache.slots), b.range(cache.v)));
+    const ops::RopeKvShape rope_kv{.n_tokens = n_tokens, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
+                                   .head_dim = c.head_dim_k, .head_dim_v = c.head_dim_v, .token_stride = qkv_size,
+                                   .n_cells = cache.n_cells};
+    b.graph.add(layer_name(layer, "rope_kv"),
+                ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, b.range(spec.rope_phases), positions,
+                                   b.range(cache.slots), b.range(qkv), b.range(cache.k), b.range(cache.v)));
 
     // Attention reads the queries packed: one token's are already; many tokens' are gathered.
     graph::Region q = qkv.sub(0, q_size * f32);
@@ -110,31 +171,41 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     b.add(layer_name(layer, "attn"), decode ? ops::attention_decode(b.device, c, shape, buffers)
                                             : ops::attention_prefill(b.device, c, shape, buffers));
 
-    project(b, layer_name(layer, "attn_output"), weights.output, out, x, true);
+    residual_add(b, layer_name(layer, "post_attention_norm"), x, weights.post_norm, spec.rms_eps,
+                 [&](graph::Region y, bool accumulate) {
+                     project(b, layer_name(layer, "attn_output"), weights.output, out, y, accumulate);
+                 });
 }
 
 void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
              uint32_t n_ff, float rms_eps) {
-    const uint32_t n_tokens = b.shape.n_tokens, n_embd = weights.norm.cols;
-    auto normed = b.graph.transient(layer_name(layer, "ffn_norm_out"), n_tokens * n_embd * f32);
-    rms_norm(b, layer_name(layer, "ffn_norm"), x, weights.norm, normed, n_embd, rms_eps);
+    const uint32_t n_tokens = b.shape.n_tokens;
     auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), n_tokens * 2 * n_ff * f32);
-    project(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, normed, gate_up, false);
-    // The activation pairs gate and up element by element: one token's halves are contiguous,
-    // many tokens' rows interleave them, so those are gathered first.
-    graph::Region gate = gate_up.sub(0, n_ff * f32), up = gate_up.sub(n_ff * f32, n_ff * f32);
-    if (n_tokens > 1) {
-        gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
-        up = b.graph.transient(layer_name(layer, "ffn_up_out"), n_tokens * n_ff * f32);
-        b.graph.add(layer_name(layer, "ffn_gate_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0},
-                                                                         b.range(gate), {n_ff, 0}, n_tokens, n_ff));
-        b.graph.add(layer_name(layer, "ffn_up_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff},
-                                                                       b.range(up), {n_ff, 0}, n_tokens, n_ff));
+    project_normed(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, x, weights.norm, rms_eps, gate_up,
+                   layer_name(layer, "ffn_norm"));
+    // One token's gate and up halves are contiguous: the down projection applies the activation as
+    // it loads them.
+    if (n_tokens == 1) {
+        const ops::MatvecInput hidden = ops::MatvecInput::glu(activation, b.range(gate_up));
+        return residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
+                            [&](graph::Region y, bool accumulate) {
+                                project_input(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
+                            });
     }
+    // Many tokens' rows interleave the halves: they are gathered, then paired by an activation pass.
+    auto gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
+    auto up = b.graph.transient(layer_name(layer, "ffn_up_out"), n_tokens * n_ff * f32);
+    b.graph.add(layer_name(layer, "ffn_gate_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0},
+                                                                     b.range(gate), {n_ff, 0}, n_tokens, n_ff));
+    b.graph.add(layer_name(layer, "ffn_up_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff},
+                                                                   b.range(up), {n_ff, 0}, n_tokens, n_ff));
     auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
     b.graph.add(layer_name(layer, "ffn_act"),
                 ops::glu(b.device, activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));
-    project(b, layer_name(layer, "ffn_down"), weights.down, hidden, x, true);
+    residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
+                 [&](graph::Region y, bool accumulate) {
+                     project(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
+                 });
 }
 
 void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& output, graph::Region logits,
@@ -143,10 +214,8 @@ void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& 
     const uint32_t rows = b.shape.all_logits ? b.shape.n_tokens : 1;
     // Only the rows whose logits are wanted go through the final norm and the head.
     auto last = x.sub((b.shape.n_tokens - rows) * n_embd * f32, rows * n_embd * f32);
-    auto normed = b.graph.transient("output_norm_out", rows * n_embd * f32);
-    rms_norm(b, "output_norm", last, norm, normed, n_embd, rms_eps);
     Builder head{b.graph, b.device, b.step, {rows, b.shape.all_logits}};
-    project(head, "output", output, normed, logits, false);
+    project_normed(head, "output", output, last, norm, rms_eps, logits, "output_norm");
 }
 
 void input_embeddings(Builder& b, const Weight& token_embd, graph::Region x) {

@@ -10,6 +10,7 @@
 #include "model/weights.h"
 #include "ops/attention_config.h"
 #include "ops/elementwise.h"
+#include "ops/matvec.h"
 #include "ops/rope_config.h"
 
 namespace vkllm::model::blocks {
@@ -36,10 +37,23 @@ void project(Builder& b, const std::string& name, const Weight& weights, graph::
 void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight& weight, graph::Region y,
               uint32_t n, float eps);
 
+// y (+)= W in for one token, the kernel forming `in` from its input's x (an RMSNorm, a GLU).
+void project_input(Builder& b, const std::string& name, const Weight& weights, const ops::MatvecInput& input,
+                   graph::Region y, bool accumulate);
+// y = W rmsnorm(x) * norm: one fused pass per part for one token; a norm pass (norm_name) and the
+// projection for many.
+void project_normed(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x,
+                    const Weight& norm, float eps, graph::Region y, const std::string& norm_name);
+void project_normed(Builder& b, const std::string& name, const Weight& weights, graph::Region x, const Weight& norm,
+                    float eps, graph::Region y, const std::string& norm_name);
+
 struct AttentionWeights {
     const Weight& norm;
     const WeightGroup& qkv;  // rows: q, k, v
     const Weight& output;
+    const Weight* q_norm = nullptr;     // per-head RMSNorm of q and of k before RoPE {head_dim} (Gemma 3)
+    const Weight* k_norm = nullptr;
+    const Weight* post_norm = nullptr;  // RMSNorm of the output before the residual add {n_embd} (Gemma 3)
 };
 
 struct AttentionSpec {
@@ -59,6 +73,7 @@ struct FeedForwardWeights {
     const Weight& norm;
     const WeightGroup& gate_up;  // rows: gate, up
     const Weight& down;
+    const Weight* post_norm = nullptr;  // RMSNorm of the output before the residual add {n_embd} (Gemma 3)
 };
 
 // x += down · act(gate · norm(x)) * (up · norm(x)).
