@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -26,11 +27,14 @@ namespace {
 
 constexpr std::string_view usage =
     "usage: vkllm synth --arch llama --preset tiny|1b --type TYPE -o FILE [--seed S] [--vocab FILE]\n"
+    "                   [--experts N --experts-used K]\n"
     "  presets: tiny (n_embd 128, 3 layers, 4 heads, 2 kv heads, n_ff 256: the shared llama fixture's shape),\n"
     "           1b (Llama-3.2-1B's shape: n_embd 2048, 16 layers, 32 heads, 8 kv heads, n_ff 8192, context 4096)\n"
     "  types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k (K-quants need n_embd and n_ff multiples of 256)\n"
     "  every preset takes the 512-token SPM vocabulary of --vocab (default: the bundled stories260K.gguf),\n"
-    "  so the 1b preset has the real model's layers but not its 128256-token embedding and output\n";
+    "  so the 1b preset has the real model's layers but not its 128256-token embedding and output\n"
+    "  --experts N --experts-used K: Mixtral-style layers, N experts of n_ff each (ffn_gate_inp in F32,\n"
+    "  ffn_{gate,up,down}_exps in TYPE), K of them used per token\n";
 
 struct Preset {
     std::string_view name;
@@ -63,7 +67,17 @@ constexpr uint64_t max_file_bytes = uint64_t(3) << 30;
 struct Options {
     std::string_view arch, preset, type, out, vocab = VKLLM_BUNDLED_VOCAB;
     uint64_t seed = 1;
+    uint32_t experts = 0, experts_used = 0;  // 0: dense FFN layers
 };
+
+template <class T>
+T parse_count(std::string_view option, std::string_view value) {
+    T result{};
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), result);
+    if (ec != std::errc() || end != value.data() + value.size())
+        fail("{} '{}' is not a non-negative integer", option, value);
+    return result;
+}
 
 Options parse_options(Args args) {
     Options options;
@@ -76,16 +90,18 @@ Options parse_options(Args args) {
         else if (arg == "--type") options.type = value;
         else if (arg == "-o") options.out = value;
         else if (arg == "--vocab") options.vocab = value;
-        else if (arg == "--seed") {
-            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), options.seed);
-            if (ec != std::errc() || end != value.data() + value.size())
-                fail("--seed '{}' is not a non-negative integer", value);
-        } else {
+        else if (arg == "--seed") options.seed = parse_count<uint64_t>(arg, value);
+        else if (arg == "--experts") options.experts = parse_count<uint32_t>(arg, value);
+        else if (arg == "--experts-used") options.experts_used = parse_count<uint32_t>(arg, value);
+        else {
             fail("unknown option '{}'; see vkllm synth --help", arg);
         }
     }
     if (options.arch.empty() || options.preset.empty() || options.type.empty() || options.out.empty())
         fail("--arch, --preset, --type and -o are required; see vkllm synth --help");
+    if ((options.experts == 0) != (options.experts_used == 0) || options.experts_used > options.experts)
+        fail("--experts {} --experts-used {}: give both, with at most as many used as there are", options.experts,
+             options.experts_used);
     return options;
 }
 
@@ -165,12 +181,16 @@ public:
 
     // A matrix of `rows` outputs by `cols` inputs, uniform with standard deviation 1/sqrt(cols),
     // so each output of a matvec keeps about the scale of its input.
-    void add_matrix(const std::string& name, uint64_t cols, uint64_t rows) {
+    // With `experts`, a stack of that many such matrices {cols, rows, experts} (ffn_*_exps).
+    void add_matrix(const std::string& name, uint64_t cols, uint64_t rows, uint64_t experts = 0,
+                    std::optional<gguf::GgmlType> type = std::nullopt) {
         Random random(tensor_seed(seed_, name));
         const float scale = std::sqrt(3.0f / float(cols));
-        std::vector<float> values(cols * rows);
+        std::vector<float> values(cols * rows * std::max<uint64_t>(experts, 1));
         for (float& v : values) v = scale * random.uniform();
-        add(name, type_.type, {cols, rows}, values);
+        std::vector<uint64_t> ne = {cols, rows};
+        if (experts > 0) ne.push_back(experts);
+        add(name, type.value_or(type_.type), ne, values);
     }
 
     gguf::Writer& writer() { return writer_; }
@@ -189,28 +209,32 @@ private:
     uint64_t tensor_bytes_ = 0;
 };
 
-uint64_t matrix_bytes(gguf::GgmlType type, const Preset& p, uint64_t n_vocab) {
-    const uint64_t head_dim = p.n_embd / p.n_head;
-    const uint64_t per_layer = gguf::row_bytes(type, p.n_embd) * (2 * p.n_embd + 2 * head_dim * p.n_head_kv + 2 * p.n_ff) +
-                               gguf::row_bytes(type, p.n_ff) * p.n_embd;
+uint64_t matrix_bytes(gguf::GgmlType type, const Preset& p, uint64_t n_vocab, uint32_t experts) {
+    const uint64_t head_dim = p.n_embd / p.n_head, ffn_copies = std::max<uint64_t>(experts, 1);
+    const uint64_t per_layer = gguf::row_bytes(type, p.n_embd) * (2 * p.n_embd + 2 * head_dim * p.n_head_kv) +
+                               ffn_copies * (gguf::row_bytes(type, p.n_embd) * 2 * p.n_ff +
+                                             gguf::row_bytes(type, p.n_ff) * p.n_embd) +
+                               gguf::row_bytes(gguf::GgmlType::F32, p.n_embd) * experts;
     return per_layer * p.n_layer + 2 * gguf::row_bytes(type, p.n_embd) * n_vocab;
 }
 
-void check_fits(const WeightType& type, const Preset& preset, uint64_t n_vocab) {
+void check_fits(const WeightType& type, const Preset& preset, uint64_t n_vocab, uint32_t experts) {
     const uint32_t block = gguf::block_size(type.type);
     if (preset.n_embd % block != 0 || preset.n_ff % block != 0)
         fail("--type {} needs n_embd and n_ff to be multiples of {}, but preset '{}' has {} and {}; use q8_0 or "
              "another preset", type.name, block, preset.name, preset.n_embd, preset.n_ff);
-    const uint64_t bytes = matrix_bytes(type.type, preset, n_vocab);
+    const uint64_t bytes = matrix_bytes(type.type, preset, n_vocab, experts);
     if (bytes > max_file_bytes)
         fail("preset '{}' in {} would be {} MiB, more than synth's {} MiB limit; choose a quantized type",
              preset.name, type.name, bytes >> 20, max_file_bytes >> 20);
 }
 
-void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, const gguf::File& vocab) {
+void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, const Options& options,
+                  const gguf::File& vocab) {
     const uint32_t head_dim = p.n_embd / p.n_head;
     w.add_string("general.architecture", "llama");
-    w.add_string("general.name", fmt::format("vkllm-synth-llama-{}-{}", p.name, type.name));
+    const std::string experts = options.experts ? fmt::format("-{}x{}", options.experts_used, options.experts) : "";
+    w.add_string("general.name", fmt::format("vkllm-synth-llama-{}{}-{}", p.name, experts, type.name));
     w.add_u32("general.file_type", type.file_type);
     w.add_u32("general.quantization_version", 2);
     w.add_u32("llama.context_length", p.n_ctx_train);
@@ -224,6 +248,10 @@ void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, cons
     w.add_u32("llama.rope.dimension_count", head_dim);
     w.add_u32("llama.attention.key_length", head_dim);
     w.add_u32("llama.attention.value_length", head_dim);
+    if (options.experts > 0) {
+        w.add_u32("llama.expert_count", options.experts);
+        w.add_u32("llama.expert_used_count", options.experts_used);
+    }
     for (const gguf::KeyValue& kv : vocab.metadata())
         if (kv.key.starts_with("tokenizer.ggml.")) w.add_value(kv.key, kv.value);
 }
@@ -243,10 +271,10 @@ int synth(Args args) {
     const auto tokens = vocab.get_string_array("tokenizer.ggml.tokens");
     if (!tokens) fail("{}: no tokenizer.ggml.tokens to take the vocabulary from", vocab.name());
     const uint64_t n_vocab = tokens->size();
-    check_fits(type, preset, n_vocab);
+    check_fits(type, preset, n_vocab, options.experts);
 
     ModelWriter model(type, options.seed);
-    add_metadata(model.writer(), preset, type, vocab);
+    add_metadata(model.writer(), preset, type, options, vocab);
     const uint64_t head_dim = preset.n_embd / preset.n_head, n_embd_kv = head_dim * preset.n_head_kv;
     model.add_matrix("token_embd.weight", preset.n_embd, n_vocab);
     model.add_norm("output_norm.weight", preset.n_embd);
@@ -259,9 +287,17 @@ int synth(Args args) {
         model.add_matrix(blk + "attn_v.weight", preset.n_embd, n_embd_kv);
         model.add_matrix(blk + "attn_output.weight", preset.n_embd, preset.n_embd);
         model.add_norm(blk + "ffn_norm.weight", preset.n_embd);
-        model.add_matrix(blk + "ffn_gate.weight", preset.n_embd, preset.n_ff);
-        model.add_matrix(blk + "ffn_up.weight", preset.n_embd, preset.n_ff);
-        model.add_matrix(blk + "ffn_down.weight", preset.n_ff, preset.n_embd);
+        if (options.experts == 0) {
+            model.add_matrix(blk + "ffn_gate.weight", preset.n_embd, preset.n_ff);
+            model.add_matrix(blk + "ffn_up.weight", preset.n_embd, preset.n_ff);
+            model.add_matrix(blk + "ffn_down.weight", preset.n_ff, preset.n_embd);
+            continue;
+        }
+        // The router stays F32, as llama.cpp's quantizer leaves ffn_gate_inp.
+        model.add_matrix(blk + "ffn_gate_inp.weight", preset.n_embd, options.experts, 0, gguf::GgmlType::F32);
+        model.add_matrix(blk + "ffn_gate_exps.weight", preset.n_embd, preset.n_ff, options.experts);
+        model.add_matrix(blk + "ffn_up_exps.weight", preset.n_embd, preset.n_ff, options.experts);
+        model.add_matrix(blk + "ffn_down_exps.weight", preset.n_ff, preset.n_embd, options.experts);
     }
     model.writer().write(std::string(options.out));
     std::printf("%.*s: llama %.*s in %.*s, %.1f MiB of tensors, seed %llu\n", int(options.out.size()),

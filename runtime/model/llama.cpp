@@ -1,5 +1,6 @@
 // LLaMA and Mistral 3 (GGUF archs "llama" and "mistral3"): GQA, RoPE in adjacent pairs with optional
-// YaRN, SwiGLU, tied or separate LM head; Mistral 3 adds the Llama-4 attention temperature.
+// YaRN, SwiGLU (or Mixtral-style experts: softmax routing, top-k, normalised weights), tied or separate
+// LM head; Mistral 3 adds the Llama-4 attention temperature.
 // Numerics: ../shared/docs/model-notes.md C.1, C.2, B.4, B.5.
 #include <cmath>
 #include <cstring>
@@ -9,6 +10,7 @@
 #include "core/error.h"
 #include "model/blocks.h"
 #include "model/hparams.h"
+#include "model/moe.h"
 #include "model/architectures.h"
 #include "ops/embed.h"
 #include "ops/rope.h"
@@ -20,6 +22,7 @@ struct Hparams : BaseHparams {
     ops::RopeConfig rope;
     float attn_temperature_scale = 0;  // mistral3: q *= 1 + scale * ln(1 + floor(pos / length))
     uint32_t attn_temperature_length = 0;
+    uint32_t n_expert = 0, n_expert_used = 0;  // expert_count, expert_used_count; 0: a dense FFN
 };
 
 struct LayerWeights {
@@ -27,8 +30,11 @@ struct LayerWeights {
     WeightGroup attn_qkv;     // attn_q {n_embd, n_head*hd}, attn_k and attn_v {n_embd, n_head_kv*hd}
     Weight attn_output;       // {n_head*hd, n_embd}
     Weight ffn_norm;          // {n_embd}
-    WeightGroup ffn_gate_up;  // ffn_gate and ffn_up {n_embd, n_ff}
-    Weight ffn_down;          // {n_ff, n_embd}
+    WeightGroup ffn_gate_up;  // ffn_gate and ffn_up {n_embd, n_ff} (dense)
+    Weight ffn_down;          // {n_ff, n_embd} (dense); ffn_down_exps {n_ff, n_embd, n_expert} (MoE)
+    Weight ffn_gate_inp;      // {n_embd, n_expert} (MoE)
+    Weight ffn_gate_exps;     // {n_embd, n_ff, n_expert} (MoE)
+    Weight ffn_up_exps;       // {n_embd, n_ff, n_expert} (MoE)
 };
 
 struct Weights {
@@ -50,6 +56,10 @@ Hparams read_hparams(const gguf::File& file, const std::string& arch) {
         hp.rope.freq_factors.resize(hp.n_rot / 2);
         std::memcpy(hp.rope.freq_factors.data(), freqs->data.data(), freqs->nbytes);
     }
+    hp.n_expert = keys.u32("expert_count", 0);
+    hp.n_expert_used = keys.u32("expert_used_count", 0);
+    if (hp.n_expert > 0 && (hp.n_expert_used == 0 || hp.n_expert_used > hp.n_expert))
+        fail("{}: {} uses {} of {} experts", file.name(), keys.key("expert_used_count"), hp.n_expert_used, hp.n_expert);
     if (arch == "mistral3") {
         hp.attn_temperature_scale = keys.f32("attention.temperature_scale", 0.0f);
         hp.attn_temperature_length = hp.rope.n_ctx_orig;
@@ -60,10 +70,10 @@ Hparams read_hparams(const gguf::File& file, const std::string& arch) {
 }
 
 void refuse_unsupported(const gguf::File& file) {
-    for (const char* name : {"blk.0.attn_qkv.weight", "blk.0.attn_q.bias", "blk.0.ffn_gate_inp.weight"})
+    for (const char* name : {"blk.0.attn_qkv.weight", "blk.0.attn_q.bias"})
         if (file.find_tensor(name))
-            fail("{}: tensor '{}' (fused QKV, attention biases or mixture of experts) is not supported for this "
-                 "architecture yet", file.name(), name);
+            fail("{}: tensor '{}' (fused QKV or attention biases) is not supported for this architecture yet",
+                 file.name(), name);
 }
 
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
@@ -79,14 +89,20 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
         const std::pair<std::string, uint32_t> qkv[] = {
             {name("attn_q"), uint32_t(q_rows)}, {name("attn_k"), uint32_t(kv_rows)}, {name("attn_v"), uint32_t(v_rows)}};
         const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate"), hp.n_ff}, {name("ffn_up"), hp.n_ff}};
-        w.layers.push_back({
-            .attn_norm = loader.load(name("attn_norm"), {n_embd}),
-            .attn_qkv = loader.load_group(qkv, hp.n_embd),
-            .attn_output = loader.load(name("attn_output"), {hp.n_head * hp.head_dim_v, n_embd}),
-            .ffn_norm = loader.load(name("ffn_norm"), {n_embd}),
-            .ffn_gate_up = loader.load_group(gate_up, hp.n_embd),
-            .ffn_down = loader.load(name("ffn_down"), {hp.n_ff, n_embd}),
-        });
+        LayerWeights& l = w.layers.emplace_back();
+        l.attn_norm = loader.load(name("attn_norm"), {n_embd});
+        l.attn_qkv = loader.load_group(qkv, hp.n_embd);
+        l.attn_output = loader.load(name("attn_output"), {hp.n_head * hp.head_dim_v, n_embd});
+        l.ffn_norm = loader.load(name("ffn_norm"), {n_embd});
+        if (hp.n_expert == 0) {
+            l.ffn_gate_up = loader.load_group(gate_up, hp.n_embd);
+            l.ffn_down = loader.load(name("ffn_down"), {hp.n_ff, n_embd});
+        } else {
+            l.ffn_gate_inp = loader.load(name("ffn_gate_inp"), {n_embd, hp.n_expert});
+            l.ffn_gate_exps = loader.load(name("ffn_gate_exps"), {n_embd, hp.n_ff, hp.n_expert});
+            l.ffn_up_exps = loader.load(name("ffn_up_exps"), {n_embd, hp.n_ff, hp.n_expert});
+            l.ffn_down = loader.load(name("ffn_down_exps"), {hp.n_ff, n_embd, hp.n_expert});
+        }
     }
     std::vector<uint32_t> phases = ops::rope_phase_table(hp.rope);
     w.rope_phases = device.allocator().create(phases.size() * 4, gpu::MemoryDomain::Device);
@@ -132,7 +148,18 @@ public:
             const LayerWeights& l = w_.layers[il];
             // x += attn(norm(x)); x += ffn(norm(x))
             blocks::attention_gqa(b, int(il), x, {l.attn_norm, l.attn_qkv, l.attn_output}, attention, kv.layers[il], kv.type);
-            blocks::ffn_glu(b, int(il), x, {l.ffn_norm, l.ffn_gate_up, l.ffn_down}, ops::Glu::SwiGlu, hp_.n_ff, hp_.rms_eps);
+            if (hp_.n_expert == 0) {
+                blocks::ffn_glu(b, int(il), x, {l.ffn_norm, l.ffn_gate_up, l.ffn_down}, ops::Glu::SwiGlu, hp_.n_ff, hp_.rms_eps);
+                continue;
+            }
+            // Mixtral: softmax over the experts, the top n_expert_used renormalised (llama.cpp's norm_w).
+            auto normed = g.transient(fmt::format("blk.{}.ffn_norm_out", il), uint64_t(shape.n_tokens) * hp_.n_embd * sizeof(float));
+            blocks::rms_norm(b, fmt::format("blk.{}.ffn_norm", il), x, l.ffn_norm, normed, hp_.n_embd, hp_.rms_eps);
+            const blocks::MoeSpec moe{.routing = {.n_expert = hp_.n_expert, .n_expert_used = hp_.n_expert_used,
+                                                  .scoring = ops::MoeScoring::Softmax, .norm_topk = true},
+                                      .n_ff_exp = hp_.n_ff};
+            blocks::ffn_moe(b, int(il), normed, x, {.gate_inp = l.ffn_gate_inp, .gate_exps = &l.ffn_gate_exps,
+                                                    .up_exps = &l.ffn_up_exps, .down_exps = l.ffn_down}, moe);
         }
         blocks::output_head(b, x, w_.output_norm, w_.output ? *w_.output : w_.token_embd, logits, hp_.rms_eps);
     }
