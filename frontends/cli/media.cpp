@@ -21,9 +21,9 @@ void write_floats(const std::string& path, const std::vector<float>& values) {
     if (!out) fail("cannot write {}", path);
 }
 
-void write_layout(const std::string& path, const std::vector<LayoutEntry>& layout) {
+void write_layout(const std::string& path, const std::vector<vision::LayoutEntry>& layout) {
     std::ofstream out(path);
-    for (const LayoutEntry& e : layout) out << e.position << (e.image ? " I " : " T ") << e.token << ' ' << e.logits_row << '\n';
+    for (const vision::LayoutEntry& e : layout) out << e.position << (e.image ? " I " : " T ") << e.token << ' ' << e.logits_row << '\n';
     if (!out) fail("cannot write {}", path);
 }
 
@@ -47,27 +47,10 @@ LoadedMedia::LoadedMedia(LoadedModel& loaded, const MediaOptions& options) : mmp
     for (const std::string& path : options.image_paths) images.push_back(vision::load_image(path));
 }
 
-MediaPromptResult LoadedMedia::evaluate(LoadedModel& loaded, std::string_view prompt) {
-    model::Session& session = *loaded.session;
-    MediaPromptResult result;
-    for (const vision::PromptChunk& chunk :
-         vision::tokenize_with_media(loaded.tokenizer, encoder->hparams().projector, prompt, images.size())) {
-        const uint32_t start = session.n_past();
-        if (chunk.image < 0) {
-            const auto first_row = int32_t(result.text_tokens.size());
-            session.eval(chunk.tokens, &result.text_logits);
-            for (size_t t = 0; t < chunk.tokens.size(); ++t)
-                result.layout.push_back({start + uint32_t(t), false, chunk.tokens[t], first_row + int32_t(t)});
-            result.text_tokens.insert(result.text_tokens.end(), chunk.tokens.begin(), chunk.tokens.end());
-            continue;
-        }
-        const vision::ImageEmbeddings& embd = encoder->encode(images[size_t(chunk.image)]);
-        result.encode_ms += encoder->last_stats().milliseconds;
-        session.eval_embeddings(embd.values);
-        for (uint32_t t = 0; t < embd.n_tokens; ++t) result.layout.push_back({start + t, true, int32_t(t), -1});
-        result.image_embd.insert(result.image_embd.end(), embd.values.begin(), embd.values.end());
-    }
-    return result;
+vision::PromptRun LoadedMedia::evaluate(LoadedModel& loaded, std::string_view prompt) {
+    const std::vector<vision::PromptChunk> chunks =
+        vision::tokenize_with_media(loaded.tokenizer, encoder->hparams().projector, prompt, images.size());
+    return vision::run_prompt(*loaded.session, *encoder, chunks, images);
 }
 
 int eval_with_media(Args args) {
@@ -87,7 +70,7 @@ int eval_with_media(Args args) {
 
     LoadedModel loaded(options);
     LoadedMedia loaded_media(loaded, media);
-    MediaPromptResult result = loaded_media.evaluate(loaded, prompt);
+    vision::PromptRun result = loaded_media.evaluate(loaded, prompt);
     write_floats(logits_path, result.text_logits);
     if (!embd_path.empty()) write_floats(embd_path, result.image_embd);
     if (!layout_path.empty()) write_layout(layout_path, result.layout);

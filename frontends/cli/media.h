@@ -21,22 +21,6 @@ struct MediaOptions {
     static constexpr const char* usage = "--mmproj MMPROJ --image FILE [--image FILE...]";
 };
 
-// One position of an evaluated prompt: a text token with its row of logits, or an image slot.
-struct LayoutEntry {
-    uint32_t position = 0;
-    bool image = false;
-    int32_t token = 0;  // text: the token id; image: the slot's index within its image
-    int32_t logits_row = -1;
-};
-
-struct MediaPromptResult {
-    std::vector<int32_t> text_tokens;  // every text token, in order (for the sampler's history)
-    std::vector<float> text_logits;    // [text tokens][n_vocab]
-    std::vector<float> image_embd;     // every image's embeddings, in order
-    std::vector<LayoutEntry> layout;
-    double encode_ms = 0;              // encoder time, all images
-};
-
 // The encoder of --mmproj on the loaded model's device, and the images of --image.
 struct LoadedMedia {
     gguf::File mmproj;
@@ -46,7 +30,7 @@ struct LoadedMedia {
     LoadedMedia(LoadedModel& loaded, const MediaOptions& options);
     // Tokenizes the prompt around its media markers and runs it: text chunks with every token's
     // logits, images encoded (once each) and their embeddings in place of the marker.
-    MediaPromptResult evaluate(LoadedModel& loaded, std::string_view prompt);
+    vision::PromptRun evaluate(LoadedModel& loaded, std::string_view prompt);
 };
 
 // vkllm eval with --mmproj: the text and image positions of a prompt (eval.cpp hands it over).

@@ -40,4 +40,26 @@ std::vector<PromptChunk> tokenize_with_media(const tokenizer::Tokenizer& tokeniz
     return chunks;
 }
 
+PromptRun run_prompt(model::Session& session, Encoder& encoder, std::span<const PromptChunk> chunks,
+                     std::span<const Image> images) {
+    PromptRun run;
+    for (const PromptChunk& chunk : chunks) {
+        const uint32_t start = session.n_past();
+        if (chunk.image < 0) {
+            const auto first_row = int32_t(run.text_tokens.size());
+            session.eval(chunk.tokens, &run.text_logits);
+            for (size_t t = 0; t < chunk.tokens.size(); ++t)
+                run.layout.push_back({start + uint32_t(t), false, chunk.tokens[t], first_row + int32_t(t)});
+            run.text_tokens.insert(run.text_tokens.end(), chunk.tokens.begin(), chunk.tokens.end());
+            continue;
+        }
+        const ImageEmbeddings& embd = encoder.encode(images[size_t(chunk.image)]);
+        run.encode_ms += encoder.last_stats().milliseconds;
+        session.eval_embeddings(embd.values);
+        for (uint32_t t = 0; t < embd.n_tokens; ++t) run.layout.push_back({start + t, true, int32_t(t), -1});
+        run.image_embd.insert(run.image_embd.end(), embd.values.begin(), embd.values.end());
+    }
+    return run;
+}
+
 }  // namespace vkllm::vision
