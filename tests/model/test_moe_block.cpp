@@ -1,0 +1,139 @@
+// blocks::ffn_moe as a render graph against a C++ reference of the whole block (model-notes.md C.0):
+// sigmoid scores with a selection bias and a group limit, normalised and scaled weights, a fused
+// gate_up expert stack, and a shared expert; a chunk (per-expert token lists, matmul_id) and the same
+// tokens one at a time (matvec_id) agree with the reference and with each other.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "gguf/quants.h"
+#include "gpu_fixture.h"
+#include "graph/baked.h"
+#include "model/moe.h"
+#include "ops/ref/elementwise_ref.h"
+#include "ops/ref/matmul_ref.h"
+#include "ops/ref/moe_ref.h"
+
+using namespace vkllm;
+
+namespace {
+
+constexpr uint32_t n_embd = 64, n_ff = 32, n_ff_shexp = 96, n_expert = 8;
+
+struct HostMatrix {
+    gguf::GgmlType type;
+    uint32_t rows, cols;
+    std::vector<std::byte> blocks;
+};
+
+HostMatrix random_matrix(gguf::GgmlType type, uint32_t rows, uint32_t cols, uint64_t seed) {
+    const std::vector<float> values = test::random_floats(size_t(rows) * cols, seed, -0.3f, 0.3f);
+    HostMatrix m{type, rows, cols, std::vector<std::byte>(gguf::row_bytes(type, cols) * rows)};
+    gguf::quantize(type, values, m.blocks);
+    return m;
+}
+
+model::Weight upload(const std::string& name, const HostMatrix& m) {
+    model::Weight w{name, m.type, m.rows, m.cols, {}};
+    w.buffer = test::device().allocator().create(m.blocks.size(), gpu::MemoryDomain::Device, gguf::row_bytes(m.type, m.cols));
+    test::transfer().upload(w.buffer, 0, std::span<const std::byte>(m.blocks));
+    test::transfer().flush();
+    return w;
+}
+
+std::vector<float> product(const HostMatrix& m, std::span<const float> x) {
+    std::vector<float> y(m.rows);
+    ref::matmul(m.type, m.blocks, m.rows, m.cols, x, 1, y);
+    return y;
+}
+
+struct Block {
+    ops::MoeRouting routing{n_expert, 3, ops::MoeScoring::Sigmoid, true, 2.5f, 4, 2};
+    HostMatrix gate_inp, gate_up_exps, down_exps, gate_up_shexp, down_shexp;
+    std::vector<float> bias;
+
+    Block(gguf::GgmlType type, uint64_t seed)
+        : gate_inp(random_matrix(gguf::GgmlType::F32, n_expert, n_embd, seed)),
+          gate_up_exps(random_matrix(type, n_expert * 2 * n_ff, n_embd, seed + 1)),
+          down_exps(random_matrix(type, n_expert * n_embd, n_ff, seed + 2)),
+          gate_up_shexp(random_matrix(type, 2 * n_ff_shexp, n_embd, seed + 3)),
+          down_shexp(random_matrix(type, n_embd, n_ff_shexp, seed + 4)),
+          bias(test::random_floats(n_expert, seed + 5, -0.2f, 0.2f)) {}
+
+    // x[t] += the block over normed[t], one token at a time, the obvious way.
+    void reference(std::span<const float> normed, std::span<float> x, uint32_t n_tokens) const {
+        for (uint32_t t = 0; t < n_tokens; ++t) {
+            const auto in = normed.subspan(size_t(t) * n_embd, n_embd);
+            const ref::MoeSelection route = ref::moe_route(product(gate_inp, in), bias, routing, 1);
+            std::vector<double> sum(n_embd, 0.0);
+            for (uint32_t s = 0; s < routing.n_expert_used; ++s) {
+                std::vector<float> gate(n_ff), up(n_ff), hidden(n_ff), out(n_embd);
+                const std::span<const uint32_t> id(&route.ids[s], 1);
+                ref::expert_products(gate_up_exps.type, gate_up_exps.blocks, 2 * n_ff, n_embd, 0, n_ff, id, in, false, gate);
+                ref::expert_products(gate_up_exps.type, gate_up_exps.blocks, 2 * n_ff, n_embd, n_ff, n_ff, id, in, false, up);
+                ref::swiglu(gate, up, hidden);
+                ref::expert_products(down_exps.type, down_exps.blocks, n_embd, n_ff, 0, n_embd, id, hidden, false, out);
+                for (uint32_t i = 0; i < n_embd; ++i) sum[i] += double(route.weights[s]) * out[i];
+            }
+            const std::vector<float> gate_up = product(gate_up_shexp, in);
+            std::vector<float> hidden(n_ff_shexp);
+            ref::swiglu(std::span(gate_up).first(n_ff_shexp), std::span(gate_up).subspan(n_ff_shexp), hidden);
+            const std::vector<float> shared = product(down_shexp, hidden);
+            for (uint32_t i = 0; i < n_embd; ++i) x[size_t(t) * n_embd + i] += float(sum[i] + shared[i]);
+        }
+    }
+};
+
+// Runs ffn_moe over n_tokens rows of `normed` starting at `first`, adding into x's rows there.
+void run_block(const Block& host, std::span<const float> normed, std::vector<float>& x, uint32_t first, uint32_t n_tokens) {
+    gpu::Device& device = test::device();
+    const model::Weight gate_inp = upload("ffn_gate_inp", host.gate_inp);
+    const model::Weight bias = upload("exp_probs_b", {gguf::GgmlType::F32, 1, n_expert, std::vector<std::byte>(
+        reinterpret_cast<const std::byte*>(host.bias.data()), reinterpret_cast<const std::byte*>(host.bias.data() + n_expert))});
+    const model::Weight gate_up_exps = upload("ffn_gate_up_exps", host.gate_up_exps);
+    const model::Weight down_exps = upload("ffn_down_exps", host.down_exps);
+    model::WeightGroup gate_up_shexp;
+    gate_up_shexp.parts.push_back(upload("ffn_gate_shexp+ffn_up_shexp", host.gate_up_shexp));
+    const model::Weight down_shexp = upload("ffn_down_shexp", host.down_shexp);
+
+    const size_t values = size_t(n_tokens) * n_embd;
+    gpu::Buffer normed_buffer = test::upload(normed.subspan(size_t(first) * n_embd, values));
+    gpu::Buffer x_buffer = test::upload(std::span<const float>(x).subspan(size_t(first) * n_embd, values));
+    graph::Graph g(device);
+    const model::StepInputs step{};
+    model::blocks::Builder b{g, device, step, {n_tokens, false}};
+    const model::blocks::MoeWeights weights{.gate_inp = gate_inp, .exp_probs_b = &bias, .gate_up_exps = &gate_up_exps,
+                                            .down_exps = down_exps, .gate_up_shexp = &gate_up_shexp,
+                                            .down_shexp = &down_shexp};
+    const model::blocks::MoeSpec spec{.routing = host.routing, .n_ff_exp = n_ff, .n_ff_shexp = n_ff_shexp};
+    model::blocks::ffn_moe(b, 0, g.persistent("normed", normed_buffer.range()), g.persistent("x", x_buffer.range()),
+                           weights, spec);
+    graph::BakedGraph baked = std::move(g).bake();
+    baked.replay();
+    const std::vector<float> out = test::download(x_buffer, values);
+    std::copy(out.begin(), out.end(), x.begin() + size_t(first) * n_embd);
+}
+
+}  // namespace
+
+TEST_CASE("ffn_moe over a chunk and token by token matches the reference block") {
+    setenv("VKLLM_DISABLE_F16", "1", 1);
+    const uint32_t n_tokens = 11;
+    for (auto [type, tolerance] : {std::pair{gguf::GgmlType::F32, 1e-5}, std::pair{gguf::GgmlType::Q8_0, 1e-5}}) {
+        CAPTURE(gguf::type_name(type));
+        const Block block(type, 4242);
+        const std::vector<float> normed = test::random_floats(size_t(n_tokens) * n_embd, 7, -2.0f, 2.0f);
+        const std::vector<float> x0 = test::random_floats(size_t(n_tokens) * n_embd, 8);
+        std::vector<float> want = x0, chunk = x0, single = x0;
+        block.reference(normed, want, n_tokens);
+        run_block(block, normed, chunk, 0, n_tokens);
+        for (uint32_t t = 0; t < n_tokens; ++t) run_block(block, normed, single, t, 1);
+        CHECK(test::relative_error(chunk, want) <= tolerance);
+        CHECK(test::relative_error(single, want) <= tolerance);
+        CHECK(test::relative_error(chunk, single) <= tolerance);
+        // The block must change x noticeably, or the comparisons above check nothing.
+        CHECK(test::relative_error(x0, want) > 0.1);
+    }
+    unsetenv("VKLLM_DISABLE_F16");
+}
