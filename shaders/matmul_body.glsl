@@ -11,7 +11,7 @@
 // silently stops loops that run too long.
 //
 // With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is an expert
-// e: its tile of tokens is entries first_token.. of e's list (ops::moe_group), entry = token * n_slots
+// e (from expert_begin, the first the bound segment holds): its tile of tokens is entries first_token.. of e's list (ops::moe_group), entry = token * n_slots
 // + slot, reading x row `entry` (x_per_slot) or `token`, writing y row `entry`. Bindings: 0 weights,
 // 1 x, 2 counts [n_expert], 3 entries [n_expert][n_tokens], 4 y.
 #include "params.h"
@@ -44,7 +44,7 @@ shared uint tile_entries[TILE_TOKENS];  // this tile's entries; 0xFFFFFFFF past 
 
 // Row `row` of the tile's rows as a row of the bound segment, and whether the segment holds it.
 #ifdef EXPERT_IDS
-uint expert_first_row() { return gl_WorkGroupID.z * p.expert_rows + p.row_begin; }
+uint expert_first_row() { return (p.expert_begin + gl_WorkGroupID.z) * p.expert_rows + p.row_begin; }
 bool segment_holds(uint row) {
     const uint stack_row = expert_first_row() + row;
     return row < p.rows && stack_row >= p.row_offset && stack_row < p.row_offset + p.row_count;
@@ -102,7 +102,7 @@ void main() {
     const uint first_row = gl_WorkGroupID.x * TILE_ROWS, first_token = gl_WorkGroupID.y * TILE_TOKENS;
 #ifdef EXPERT_IDS
     // Workgroup-uniform exits: past the expert's tokens, or no tile row in the bound segment.
-    const uint expert = gl_WorkGroupID.z, count = expert_counts[expert];
+    const uint expert = p.expert_begin + gl_WorkGroupID.z, count = expert_counts[expert];
     const uint tile_end = min(first_row + TILE_ROWS, p.rows);
     if (first_token >= count || first_row >= tile_end ||
         expert_first_row() + tile_end <= p.row_offset || expert_first_row() + first_row >= p.row_offset + p.row_count)

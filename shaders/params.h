@@ -269,7 +269,8 @@ VKLLM_PARAMS_STRUCT(MatmulIdParams) {
     uint unit_begin;
     uint unit_end;
     uint accumulate;
-} VKLLM_PARAMS_END(MatmulIdParams, 48);
+    uint expert_begin;  // workgroup z is expert expert_begin + z: the experts the bound segment holds
+} VKLLM_PARAMS_END(MatmulIdParams, 52);
 
 // ---- Multi-head latent attention (engineer "mla"): per-head products with a 3-D weight
 // {cols, rows, n_head} (runtime/ops/matvec_heads.h). Element i of head h of token t sits at

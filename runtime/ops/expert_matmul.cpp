@@ -104,6 +104,9 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
     const uint32_t units = (experts.cols + weight_unit_elems - 1) / weight_unit_elems;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
+        // Only the experts with rows in this segment get workgroups.
+        const uint32_t expert_begin = segment.row_offset / select.expert_rows;
+        const uint32_t expert_end = (segment.row_offset + segment.row_count - 1) / select.expert_rows + 1;
         // Each piece of k after the first adds to what the previous ones wrote.
         for (uint32_t unit_begin = 0; unit_begin < units; unit_begin += max_units_per_dispatch) {
             const bool add = unit_begin > 0;
@@ -118,8 +121,9 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
                 .cols = experts.cols, .row_count = segment.row_count, .row_offset = segment.row_offset,
                 .expert_rows = select.expert_rows, .row_begin = select.row_begin, .rows = select.rows,
                 .n_tokens = n_tokens, .n_slots = n_slots, .x_per_slot = x_per_slot, .unit_begin = unit_begin,
-                .unit_end = std::min(units, unit_begin + max_units_per_dispatch), .accumulate = add});
-            dispatch.groups = {row_groups, token_groups, select.n_expert};
+                .unit_end = std::min(units, unit_begin + max_units_per_dispatch), .accumulate = add,
+                .expert_begin = expert_begin});
+            dispatch.groups = {row_groups, token_groups, expert_end - expert_begin};
         }
     }
     return dispatches;
