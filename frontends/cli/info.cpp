@@ -7,6 +7,8 @@
 #include "core/error.h"
 #include "gguf/dump.h"
 #include "gguf/reader.h"
+#include "model/model.h"
+#include "ops/attention_config.h"
 
 namespace vkllm::cli {
 
@@ -27,6 +29,16 @@ int info(Args args) {
     const gguf::File file = gguf::File::open(std::string(path));
     const std::string text = gguf::dump(file, options);
     std::fwrite(text.data(), 1, text.size(), stdout);
+    if (auto layout = model::kv_layout_from_metadata(file)) {
+        uint64_t f16 = 0, q8_0 = 0;
+        for (const model::KvLayerLayout& layer : layout->layers)
+            for (uint32_t row : {layer.k_row, layer.v_row}) {
+                f16 += ops::kv_cache_bytes(ops::KvType::F16, 1, row);
+                q8_0 += ops::kv_cache_bytes(ops::KvType::Q8_0, 1, row);
+            }
+        std::printf("\nKV cache: %llu bytes per token with f16 cells, %llu with q8_0 (%zu layers)\n",
+                    (unsigned long long)f16, (unsigned long long)q8_0, layout->layers.size());
+    }
     return 0;
 }
 

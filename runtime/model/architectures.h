@@ -12,6 +12,12 @@ using MakeModel = std::unique_ptr<Model> (*)(gpu::Device& device, const gguf::Fi
 
 std::unique_ptr<Model> make_llama(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                   const LoadOptions& options);
+std::unique_ptr<Model> make_mistral4(gpu::Device& device, const gguf::File& file, const std::string& arch,
+                                     const LoadOptions& options);  // mistral4 and deepseek2
+
+// The KV layout from the hyperparameters alone (model::kv_layout_from_metadata).
+using KvLayoutFromMetadata = KvLayout (*)(const gguf::File& file, const std::string& arch);
+KvLayout mistral4_kv_layout(const gguf::File& file, const std::string& arch);
 std::unique_ptr<Model> make_minimax_m3(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                        const LoadOptions& options);
 

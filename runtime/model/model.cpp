@@ -11,10 +11,24 @@ namespace {
 constexpr std::pair<std::string_view, MakeModel> architectures[] = {
     {"llama", make_llama},
     {"mistral3", make_llama},
+    {"mistral4", make_mistral4},
+    {"deepseek2", make_mistral4},
     {"minimax-m3", make_minimax_m3},
 };
 
+constexpr std::pair<std::string_view, KvLayoutFromMetadata> kv_layouts[] = {
+    {"mistral4", mistral4_kv_layout},
+    {"deepseek2", mistral4_kv_layout},
+};
+
 }  // namespace
+
+std::optional<KvLayout> kv_layout_from_metadata(const gguf::File& file) {
+    auto arch = file.get_string("general.architecture");
+    for (auto [name, layout] : kv_layouts)
+        if (arch && name == *arch) return layout(file, std::string(*arch));
+    return std::nullopt;
+}
 
 uint64_t weight_bytes(const gguf::File& file) {
     uint64_t total = 0;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,5 +57,9 @@ std::unique_ptr<Model> load_model(gpu::Device& device, const gguf::File& file, c
 
 // Bytes the weights take on the GPU (all tensors of the file).
 uint64_t weight_bytes(const gguf::File& file);
+
+// The KV cache the file's architecture keeps, from its metadata alone (no tensor is read, so a
+// metadata-only GGUF serves), for the architectures that can say (`vkllm info`); nullopt otherwise.
+std::optional<KvLayout> kv_layout_from_metadata(const gguf::File& file);
 
 }  // namespace vkllm::model

@@ -97,7 +97,7 @@ struct PrefillLaunch {
 };
 
 std::optional<PrefillLaunch> fit_prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
-    const bool float16 = caps.use_float16();
+    const bool float16 = caps.use_float16() && config.float16;
     const uint64_t tile_element_bytes = float16 ? 2 : 4;
     const uint32_t dim_threads = config.head_dim_v / 4;
     const uint32_t row_threads = std::max(1u, 128 / dim_threads);

@@ -29,6 +29,7 @@ struct AttentionConfig {
     float scale = 1.0f;       // kq_scale
     float softcap = 0.0f;     // logits become softcap * tanh(logit / softcap); 0 = off
     uint32_t n_swa = 0;       // sliding window: a query at p sees keys p - n_swa + 1 .. p; 0 = all
+    bool float16 = true;      // prefill may hold its tiles in f16 where the device has fp16 arithmetic
     bool causal = true;       // false: every query sees the keys up to the batch's last position (as
                               // llama.cpp decodes Gemma 3's image tokens)
 };
