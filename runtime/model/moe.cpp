@@ -16,8 +16,8 @@ std::string layer_name(int layer, std::string_view what) { return fmt::format("b
 // The expert products of one weight stack: matvec_id for one token (reading only the selected
 // experts), matmul_id over the chunk's per-expert lists otherwise.
 struct ExpertInputs {
-    graph::Region ids;                      // uint32 [n_tokens][n_expert_used]
-    std::optional<graph::Region> counts;    // per-expert lists (prefill only)
+    graph::Region ids;                    // uint32 [n_tokens][n_expert_used]
+    std::optional<graph::Region> counts;  // per-expert lists (prefill only)
     std::optional<graph::Region> entries;
 };
 
@@ -30,15 +30,17 @@ void expert_product(Builder& b, const std::string& name, const Weight& stack, co
                     graph::Region x, bool x_per_slot, const ExpertInputs& in, graph::Region y, uint32_t n_used) {
     const uint32_t n_tokens = b.shape.n_tokens;
     if (n_tokens == 1) {
-        b.add(name, ops::matvec_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(in.ids), b.range(y),
-                                   n_used),
+        b.add(name,
+              ops::matvec_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(in.ids), b.range(y),
+                             n_used),
               active_bytes(stack, select, n_used));
         return;
     }
     // Each expert any token selected is read once per chunk.
     const uint32_t experts_read = std::min(select.n_expert, n_tokens * n_used);
-    b.add(name, ops::matmul_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(*in.counts),
-                               b.range(*in.entries), b.range(y), n_tokens, n_used),
+    b.add(name,
+          ops::matmul_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(*in.counts),
+                         b.range(*in.entries), b.range(y), n_tokens, n_used),
           active_bytes(stack, select, experts_read));
 }
 
@@ -53,10 +55,12 @@ void shared_expert(Builder& b, int layer, graph::Region normed, const MoeWeights
         // Each token's row holds its gate then its up values; the activation pairs them contiguously.
         gate = b.graph.transient(layer_name(layer, "ffn_shexp_gate_out"), n_tokens * n_ff * f32);
         up = b.graph.transient(layer_name(layer, "ffn_shexp_up_out"), n_tokens * n_ff * f32);
-        b.graph.add(layer_name(layer, "ffn_shexp_gate_gather"),
-                    ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0}, b.range(gate), {n_ff, 0}, n_tokens, n_ff));
-        b.graph.add(layer_name(layer, "ffn_shexp_up_gather"),
-                    ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff}, b.range(up), {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(
+            layer_name(layer, "ffn_shexp_gate_gather"),
+            ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0}, b.range(gate), {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(
+            layer_name(layer, "ffn_shexp_up_gather"),
+            ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff}, b.range(up), {n_ff, 0}, n_tokens, n_ff));
     }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_shexp_hidden"), n_tokens * n_ff * f32);
     b.graph.add(layer_name(layer, "ffn_shexp_act"),
@@ -85,7 +89,8 @@ void check_moe(int layer, const MoeWeights& w, const MoeSpec& spec) {
     expect(w.gate_exps, n_expert * n_ff, n_embd);
     expect(w.up_exps, n_expert * n_ff, n_embd);
     expect(&w.down_exps, n_expert * n_embd, n_ff);
-    if ((w.gate_up_shexp != nullptr) != (w.down_shexp != nullptr) || (w.down_shexp != nullptr) != (spec.n_ff_shexp != 0))
+    if ((w.gate_up_shexp != nullptr) != (w.down_shexp != nullptr) ||
+        (w.down_shexp != nullptr) != (spec.n_ff_shexp != 0))
         fail("{}: a shared expert needs its gate/up and down weights and its size", where);
     if (w.down_shexp) {
         uint32_t rows = 0;
@@ -93,7 +98,8 @@ void check_moe(int layer, const MoeWeights& w, const MoeSpec& spec) {
             expect(&part, part.rows, n_embd);
             rows += part.rows;
         }
-        if (rows != 2 * spec.n_ff_shexp) fail("{}: the shared expert's gate and up have {} rows, expected {}", where, rows, 2 * spec.n_ff_shexp);
+        if (rows != 2 * spec.n_ff_shexp)
+            fail("{}: the shared expert's gate and up have {} rows, expected {}", where, rows, 2 * spec.n_ff_shexp);
         expect(w.down_shexp, n_embd, spec.n_ff_shexp);
     }
 }
@@ -110,15 +116,18 @@ void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const
     project(b, layer_name(layer, "ffn_gate_inp"), w.gate_inp, normed, logits, false);
     ExpertInputs in{b.graph.transient(layer_name(layer, "ffn_moe_ids"), slots * 4), {}, {}};
     auto weights = b.graph.transient(layer_name(layer, "ffn_moe_weights"), slots * f32);
-    b.graph.add(layer_name(layer, "ffn_moe_route"),
-                ops::moe_route(b.device, routing, b.range(logits), w.exp_probs_b ? w.exp_probs_b->range() : gpu::BufferRange{},
-                               b.range(in.ids), b.range(weights), n_tokens),
-                w.exp_probs_b ? w.exp_probs_b->bytes() : 0);
+    b.graph.add(
+        layer_name(layer, "ffn_moe_route"),
+        ops::moe_route(b.device, routing, b.range(logits), w.exp_probs_b ? w.exp_probs_b->range() : gpu::BufferRange{},
+                       b.range(in.ids), b.range(weights), n_tokens),
+        w.exp_probs_b ? w.exp_probs_b->bytes() : 0);
     if (n_tokens > 1) {
         in.counts = b.graph.transient(layer_name(layer, "ffn_moe_counts"), n_expert * 4);
-        in.entries = b.graph.transient(layer_name(layer, "ffn_moe_entries"), ops::moe_group_entries_bytes(n_expert, n_tokens));
-        b.graph.add(layer_name(layer, "ffn_moe_group"), ops::moe_group(b.device, b.range(in.ids), b.range(*in.counts),
-                                                                      b.range(*in.entries), n_expert, n_used, n_tokens));
+        in.entries =
+            b.graph.transient(layer_name(layer, "ffn_moe_entries"), ops::moe_group_entries_bytes(n_expert, n_tokens));
+        b.graph.add(layer_name(layer, "ffn_moe_group"),
+                    ops::moe_group(b.device, b.range(in.ids), b.range(*in.counts), b.range(*in.entries), n_expert,
+                                   n_used, n_tokens));
     }
 
     // Each slot's gate and up rows, its activation, and its down projection.
@@ -129,17 +138,17 @@ void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const
         const uint32_t rows = stack_rows(*w.gate_up_exps, n_expert);
         expert_product(b, layer_name(layer, "ffn_gate_exps"), *w.gate_up_exps, {n_expert, rows, 0, n_ff}, normed, false,
                        in, gate, n_used);
-        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.gate_up_exps, {n_expert, rows, n_ff, n_ff}, normed, false,
-                       in, up, n_used);
+        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.gate_up_exps, {n_expert, rows, n_ff, n_ff}, normed,
+                       false, in, up, n_used);
     } else {
-        expert_product(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, normed, false, in,
-                       gate, n_used);
-        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, normed, false, in, up,
-                       n_used);
+        expert_product(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, normed, false,
+                       in, gate, n_used);
+        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, normed, false, in,
+                       up, n_used);
     }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_moe_hidden"), slots * n_ff * f32);
-    b.graph.add(layer_name(layer, "ffn_moe_act"),
-                ops::glu(b.device, spec.activation, b.range(gate), b.range(up), b.range(hidden), uint32_t(slots * n_ff)));
+    b.graph.add(layer_name(layer, "ffn_moe_act"), ops::glu(b.device, spec.activation, b.range(gate), b.range(up),
+                                                           b.range(hidden), uint32_t(slots * n_ff)));
     auto experts_out = b.graph.transient(layer_name(layer, "ffn_moe_down"), slots * n_embd * f32);
     expert_product(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd}, hidden, true, in,
                    experts_out, n_used);
@@ -151,8 +160,8 @@ void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const
         shared_expert(b, layer, normed, w, spec, *shared);
     }
     b.graph.add(layer_name(layer, "ffn_moe_combine"),
-                ops::moe_combine(b.device, b.range(experts_out), b.range(weights), shared ? b.range(*shared) : gpu::BufferRange{},
-                                 b.range(x), n_embd, n_used, n_tokens));
+                ops::moe_combine(b.device, b.range(experts_out), b.range(weights),
+                                 shared ? b.range(*shared) : gpu::BufferRange{}, b.range(x), n_embd, n_used, n_tokens));
 }
 
 }  // namespace vkllm::model::blocks

@@ -40,16 +40,23 @@ std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& ex
     // matvec's launch shape, fitted to the row length (matvec() checks and fits a given config alike).
     const MatvecConfig default_launch = matvec_config(caps, experts.type, experts.cols);
     MatvecConfig launch = config.value_or(default_launch);
+    const uint32_t subgroup = std::max({caps.max_subgroup_size, caps.subgroup_size, 1u});
+    if (launch.threads_per_row == 0 || (launch.threads_per_row != 1 && launch.threads_per_row % subgroup != 0) ||
+        launch.workgroup_size % launch.threads_per_row != 0 || launch.rows_per_team == 0 || launch.rows_per_team > 4)
+        fail(
+            "matvec_id: {} threads per row, {} rows per team in a workgroup of {}: teams are 1 thread or whole "
+            "subgroups of {}, 1 to 4 rows",
+            launch.threads_per_row, launch.rows_per_team, launch.workgroup_size, subgroup);
     launch.threads_per_row = std::max(launch.threads_per_row, default_launch.threads_per_row);
-    launch.workgroup_size = (launch.workgroup_size + launch.threads_per_row - 1) / launch.threads_per_row *
-                            launch.threads_per_row;
+    launch.workgroup_size =
+        (launch.workgroup_size + launch.threads_per_row - 1) / launch.threads_per_row * launch.threads_per_row;
     if (launch.float16 && !(caps.use_float16() && has_f16_variant(experts.type)))
         fail("matvec_id: the fp16 variant for {} weights is not available on this device",
              gguf::type_name(experts.type));
 
-    const gpu::Pipeline& pipeline = device.pipelines().get(
-        weight_pipeline_name("matvec_id", experts.type, launch.float16),
-        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}});
+    const gpu::Pipeline& pipeline =
+        device.pipelines().get(weight_pipeline_name("matvec_id", experts.type, launch.float16),
+                               {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
@@ -59,9 +66,12 @@ std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& ex
                              {x, gpu::Access::Read},
                              {ids, gpu::Access::Read},
                              {y, gpu::Access::Write}};
-        dispatch.params(params::MatvecIdParams{.cols = experts.cols, .row_count = segment.row_count,
-                                               .row_offset = segment.row_offset, .expert_rows = select.expert_rows,
-                                               .row_begin = select.row_begin, .rows = select.rows,
+        dispatch.params(params::MatvecIdParams{.cols = experts.cols,
+                                               .row_count = segment.row_count,
+                                               .row_offset = segment.row_offset,
+                                               .expert_rows = select.expert_rows,
+                                               .row_begin = select.row_begin,
+                                               .rows = select.rows,
                                                .x_stride = x_per_slot ? experts.cols : 0});
         dispatch.groups = group_grid((select.rows + rows_per_group - 1) / rows_per_group, caps);
         dispatch.groups[2] = n_slots;
@@ -81,20 +91,22 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
     const uint64_t y_bytes = entries_total * select.rows * 4;
     if (n_tokens == 0 || n_slots == 0 || x.size < x_bytes || y.size < y_bytes ||
         counts.size < uint64_t(select.n_expert) * 4 || entries.size < uint64_t(select.n_expert) * n_tokens * 4)
-        fail("matmul_id: {} tokens of {} slots over {} experts of {} x {} need x of {} bytes and y of {}, got {} and {}",
-             n_tokens, n_slots, select.n_expert, select.rows, experts.cols, x_bytes, y_bytes, x.size, y.size);
+        fail(
+            "matmul_id: {} tokens of {} slots over {} experts of {} x {} need x of {} bytes and y of {}, got {} and {}",
+            n_tokens, n_slots, select.n_expert, select.rows, experts.cols, x_bytes, y_bytes, x.size, y.size);
     if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
         fail("matmul_id: {} tokens of {} slots exceed 2^32 elements", n_tokens, n_slots);
     const MatmulConfig launch = config.value_or(matmul_config(caps, experts.type));
     const uint32_t invocations = launch.tile_rows / 4 * (launch.tile_tokens / 4);
     if (launch.tile_rows % 4 != 0 || launch.tile_tokens % 4 != 0 || invocations == 0 ||
-        invocations > caps.max_workgroup_invocations || (launch.float16 && !(caps.use_float16() && has_f16_variant(experts.type))))
+        invocations > caps.max_workgroup_invocations ||
+        (launch.float16 && !(caps.use_float16() && has_f16_variant(experts.type))))
         fail("matmul_id: a {} x {} tile{} does not run on this device", launch.tile_rows, launch.tile_tokens,
              launch.float16 ? " in fp16" : "");
 
-    const gpu::Pipeline& pipeline = device.pipelines().get(
-        weight_pipeline_name("matmul_id", experts.type, launch.float16),
-        {{0, invocations}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
+    const gpu::Pipeline& pipeline =
+        device.pipelines().get(weight_pipeline_name("matmul_id", experts.type, launch.float16),
+                               {{0, invocations}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t row_groups = (select.rows + launch.tile_rows - 1) / launch.tile_rows;
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
     if (row_groups > caps.max_workgroup_count[0] || token_groups > caps.max_workgroup_count[1] ||
@@ -117,12 +129,19 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
                                  {counts, gpu::Access::Read},
                                  {entries, gpu::Access::Read},
                                  {y, add ? gpu::Access::ReadWrite : gpu::Access::Write}};
-            dispatch.params(params::MatmulIdParams{
-                .cols = experts.cols, .row_count = segment.row_count, .row_offset = segment.row_offset,
-                .expert_rows = select.expert_rows, .row_begin = select.row_begin, .rows = select.rows,
-                .n_tokens = n_tokens, .n_slots = n_slots, .x_per_slot = x_per_slot, .unit_begin = unit_begin,
-                .unit_end = std::min(units, unit_begin + max_units_per_dispatch), .accumulate = add,
-                .expert_begin = expert_begin});
+            dispatch.params(params::MatmulIdParams{.cols = experts.cols,
+                                                   .row_count = segment.row_count,
+                                                   .row_offset = segment.row_offset,
+                                                   .expert_rows = select.expert_rows,
+                                                   .row_begin = select.row_begin,
+                                                   .rows = select.rows,
+                                                   .n_tokens = n_tokens,
+                                                   .n_slots = n_slots,
+                                                   .x_per_slot = x_per_slot,
+                                                   .unit_begin = unit_begin,
+                                                   .unit_end = std::min(units, unit_begin + max_units_per_dispatch),
+                                                   .accumulate = add,
+                                                   .expert_begin = expert_begin});
             dispatch.groups = {row_groups, token_groups, expert_end - expert_begin};
         }
     }

@@ -83,8 +83,8 @@ gpu::Dispatch moe_group(gpu::Device& device, const gpu::BufferRange& ids, const 
 }
 
 gpu::Dispatch moe_combine(gpu::Device& device, const gpu::BufferRange& y, const gpu::BufferRange& weights,
-                          const gpu::BufferRange& shared, const gpu::BufferRange& x, uint32_t n,
-                          uint32_t n_expert_used, uint32_t n_tokens) {
+                          const gpu::BufferRange& shared, const gpu::BufferRange& x, uint32_t n, uint32_t n_expert_used,
+                          uint32_t n_tokens) {
     const uint64_t rows = uint64_t(n_tokens) * n;
     const bool has_shared = shared.size != 0;
     if (n == 0 || n_expert_used == 0 || n_tokens == 0 || y.size < rows * n_expert_used * 4 ||
@@ -100,8 +100,8 @@ gpu::Dispatch moe_combine(gpu::Device& device, const gpu::BufferRange& y, const 
                          {weights, gpu::Access::Read},
                          {has_shared ? shared : weights, gpu::Access::Read},
                          {x, gpu::Access::ReadWrite}};
-    dispatch.params(params::MoeCombineParams{.n = n, .n_expert_used = n_expert_used, .n_tokens = n_tokens,
-                                             .has_shared = has_shared});
+    dispatch.params(params::MoeCombineParams{
+        .n = n, .n_expert_used = n_expert_used, .n_tokens = n_tokens, .has_shared = has_shared});
     dispatch.groups = {(n + combine_workgroup_size - 1) / combine_workgroup_size, n_tokens, 1};
     return dispatch;
 }

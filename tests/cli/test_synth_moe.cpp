@@ -22,15 +22,17 @@ TEST_CASE("a synthetic Mixtral-style model matches llama.cpp's logits") {
         CAPTURE(std::string(type));
         const std::string model = (dir / (std::string(type) + ".gguf")).string();
         const std::string logits = (dir / (std::string(type) + ".f32")).string();
-        REQUIRE(run_cli(fmt::format("synth --arch llama --preset tiny --type {} --experts 4 --experts-used 2 --seed 1 -o {}",
-                                    type, model)).exit_code == 0);
-        auto eval = run_cli(fmt::format("eval -m {} --tokens-file {} --logits-out {}", model,
-                                        (data / "tokens.txt").string(), logits));
+        REQUIRE(run_cli(fmt::format(
+                            "synth --arch llama --preset tiny --type {} --experts 4 --experts-used 2 --seed 1 -o {}",
+                            type, model))
+                    .exit_code == 0);
+        auto eval = run_cli(
+            fmt::format("eval -m {} --tokens-file {} --logits-out {}", model, (data / "tokens.txt").string(), logits));
         INFO(eval.err);
         REQUIRE(eval.exit_code == 0);
         std::string detail;
-        const bool passed = vkllm::test::meets_criteria(vkllm::test::read_f32(logits),
-                                                        data / fmt::format("logits_{}.f32", type), 512, quantized, detail);
+        const bool passed = vkllm::test::meets_criteria(
+            vkllm::test::read_f32(logits), data / fmt::format("logits_{}.f32", type), 512, quantized, detail);
         INFO(detail);
         CHECK(passed);
     }

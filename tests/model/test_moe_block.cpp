@@ -36,7 +36,8 @@ HostMatrix random_matrix(gguf::GgmlType type, uint32_t rows, uint32_t cols, uint
 
 model::Weight upload(const std::string& name, const HostMatrix& m) {
     model::Weight w{name, m.type, m.rows, m.cols, {}};
-    w.buffer = test::device().allocator().create(m.blocks.size(), gpu::MemoryDomain::Device, gguf::row_bytes(m.type, m.cols));
+    w.buffer =
+        test::device().allocator().create(m.blocks.size(), gpu::MemoryDomain::Device, gguf::row_bytes(m.type, m.cols));
     test::transfer().upload(w.buffer, 0, std::span<const std::byte>(m.blocks));
     test::transfer().flush();
     return w;
@@ -70,8 +71,10 @@ struct Block {
             for (uint32_t s = 0; s < routing.n_expert_used; ++s) {
                 std::vector<float> gate(n_ff), up(n_ff), hidden(n_ff), out(n_embd);
                 const std::span<const uint32_t> id(&route.ids[s], 1);
-                ref::expert_products(gate_up_exps.type, gate_up_exps.blocks, 2 * n_ff, n_embd, 0, n_ff, id, in, false, gate);
-                ref::expert_products(gate_up_exps.type, gate_up_exps.blocks, 2 * n_ff, n_embd, n_ff, n_ff, id, in, false, up);
+                ref::expert_products(gate_up_exps.type, gate_up_exps.blocks, 2 * n_ff, n_embd, 0, n_ff, id, in, false,
+                                     gate);
+                ref::expert_products(gate_up_exps.type, gate_up_exps.blocks, 2 * n_ff, n_embd, n_ff, n_ff, id, in,
+                                     false, up);
                 ref::swiglu(gate, up, hidden);
                 ref::expert_products(down_exps.type, down_exps.blocks, n_embd, n_ff, 0, n_embd, id, hidden, false, out);
                 for (uint32_t i = 0; i < n_embd; ++i) sum[i] += double(route.weights[s]) * out[i];
@@ -86,11 +89,14 @@ struct Block {
 };
 
 // Runs ffn_moe over n_tokens rows of `normed` starting at `first`, adding into x's rows there.
-void run_block(const Block& host, std::span<const float> normed, std::vector<float>& x, uint32_t first, uint32_t n_tokens) {
+void run_block(const Block& host, std::span<const float> normed, std::vector<float>& x, uint32_t first,
+               uint32_t n_tokens) {
     gpu::Device& device = test::device();
     const model::Weight gate_inp = upload("ffn_gate_inp", host.gate_inp);
-    const model::Weight bias = upload("exp_probs_b", {gguf::GgmlType::F32, 1, n_expert, std::vector<std::byte>(
-        reinterpret_cast<const std::byte*>(host.bias.data()), reinterpret_cast<const std::byte*>(host.bias.data() + n_expert))});
+    const model::Weight bias = upload(
+        "exp_probs_b", {gguf::GgmlType::F32, 1, n_expert,
+                        std::vector<std::byte>(reinterpret_cast<const std::byte*>(host.bias.data()),
+                                               reinterpret_cast<const std::byte*>(host.bias.data() + n_expert))});
     const model::Weight gate_up_exps = upload("ffn_gate_up_exps", host.gate_up_exps);
     const model::Weight down_exps = upload("ffn_down_exps", host.down_exps);
     model::WeightGroup gate_up_shexp;
@@ -103,8 +109,11 @@ void run_block(const Block& host, std::span<const float> normed, std::vector<flo
     graph::Graph g(device);
     const model::StepInputs step{};
     model::blocks::Builder b{g, device, step, {n_tokens, false}};
-    const model::blocks::MoeWeights weights{.gate_inp = gate_inp, .exp_probs_b = &bias, .gate_up_exps = &gate_up_exps,
-                                            .down_exps = down_exps, .gate_up_shexp = &gate_up_shexp,
+    const model::blocks::MoeWeights weights{.gate_inp = gate_inp,
+                                            .exp_probs_b = &bias,
+                                            .gate_up_exps = &gate_up_exps,
+                                            .down_exps = down_exps,
+                                            .gate_up_shexp = &gate_up_shexp,
                                             .down_shexp = &down_shexp};
     const model::blocks::MoeSpec spec{.routing = host.routing, .n_ff_exp = n_ff, .n_ff_shexp = n_ff_shexp};
     model::blocks::ffn_moe(b, 0, g.persistent("normed", normed_buffer.range()), g.persistent("x", x_buffer.range()),

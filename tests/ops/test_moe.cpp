@@ -29,8 +29,9 @@ ref::MoeSelection gpu_route(const ops::MoeRouting& routing, std::span<const floa
     gpu::Buffer bias_buffer = test::upload_values(bias);
     const uint64_t out_bytes = uint64_t(n_tokens) * routing.n_expert_used * 4;
     gpu::Buffer ids = test::zero_buffer(out_bytes), weights = test::zero_buffer(out_bytes);
-    test::run(ops::moe_route(device, routing, logits_buffer.range(), bias.empty() ? gpu::BufferRange{} : bias_buffer.range(),
-                             ids.range(), weights.range(), n_tokens));
+    test::run(ops::moe_route(device, routing, logits_buffer.range(),
+                             bias.empty() ? gpu::BufferRange{} : bias_buffer.range(), ids.range(), weights.range(),
+                             n_tokens));
     const size_t count = size_t(n_tokens) * routing.n_expert_used;
     return {test::download_values<uint32_t>(ids, count), test::download_values<float>(weights, count)};
 }
@@ -68,7 +69,8 @@ TEST_CASE("moe_route matches the reference for each model's routing") {
         const uint64_t seed = test::base_seed() ^ (uint64_t(c.routing.n_expert) << 20) ^ c.routing.n_expert_used;
         const uint32_t n_tokens = 7;
         std::vector<float> logits = test::random_floats(size_t(n_tokens) * c.routing.n_expert, seed, -4.0f, 4.0f);
-        std::vector<float> bias = c.bias ? test::random_floats(c.routing.n_expert, seed + 1, -0.5f, 0.5f) : std::vector<float>{};
+        std::vector<float> bias =
+            c.bias ? test::random_floats(c.routing.n_expert, seed + 1, -0.5f, 0.5f) : std::vector<float>{};
         check_route(c.routing, logits, bias, n_tokens, seed, c.what);
     }
 }
@@ -77,16 +79,15 @@ TEST_CASE("moe_route breaks ties to the lower expert index and never selects NaN
     using enum ops::MoeScoring;
     const float nan = std::numeric_limits<float>::quiet_NaN();
     // Token 0: all equal; token 1: pairs of equal logits; token 2: NaN logits among equal ones.
-    const std::vector<float> logits = {0, 0, 0, 0, 0, 0, 0, 0,
-                                       1, 3, 3, 1, 2, 2, 0, 3,
-                                       nan, 1, nan, 1, 1, nan, 0, 0};
+    const std::vector<float> logits = {0, 0, 0, 0, 0, 0, 0, 0, 1, 3, 3, 1, 2, 2, 0, 3, nan, 1, nan, 1, 1, nan, 0, 0};
     for (ops::MoeScoring scoring : {Softmax, Sigmoid}) {
         const ops::MoeRouting routing{8, 3, scoring, false, 0, 0, 0};
         const ref::MoeSelection got = gpu_route(routing, logits, {}, 3);
         // Softmax over a row with NaN is NaN throughout: only sigmoid keeps the other experts' order.
         const std::vector<uint32_t> want_ids = {0, 1, 2, 1, 2, 7};
         CHECK(std::vector<uint32_t>(got.ids.begin(), got.ids.begin() + 6) == want_ids);
-        if (scoring == Sigmoid) CHECK(std::vector<uint32_t>(got.ids.begin() + 6, got.ids.end()) == std::vector<uint32_t>{1, 3, 4});
+        if (scoring == Sigmoid)
+            CHECK(std::vector<uint32_t>(got.ids.begin() + 6, got.ids.end()) == std::vector<uint32_t>{1, 3, 4});
     }
     // Equal groups: the lower group is kept; equal experts within it: the lower index first.
     const std::vector<float> grouped = {1, 1, 0, 0, 1, 1, 0, 0};
@@ -112,7 +113,8 @@ TEST_CASE("moe_group lists each expert's entries in token order") {
     gpu::Buffer ids_buffer = test::upload_values(std::span<const uint32_t>(ids));
     gpu::Buffer counts = test::zero_buffer(n_expert * 4);
     gpu::Buffer entries = test::zero_buffer(ops::moe_group_entries_bytes(n_expert, n_tokens));
-    test::run(ops::moe_group(test::device(), ids_buffer.range(), counts.range(), entries.range(), n_expert, n_used, n_tokens));
+    test::run(ops::moe_group(test::device(), ids_buffer.range(), counts.range(), entries.range(), n_expert, n_used,
+                             n_tokens));
     const std::vector<uint32_t> got_counts = test::download_values<uint32_t>(counts, n_expert);
     const std::vector<uint32_t> got_entries = test::download_values<uint32_t>(entries, size_t(n_expert) * n_tokens);
     for (uint32_t e = 0; e < n_expert; ++e) {
@@ -121,7 +123,8 @@ TEST_CASE("moe_group lists each expert's entries in token order") {
             if (ids[i] == e) want.push_back(i);
         INFO("expert " << e << ", seed " << test::base_seed());
         REQUIRE(got_counts[e] == want.size());
-        CHECK(std::vector<uint32_t>(got_entries.begin() + e * n_tokens, got_entries.begin() + e * n_tokens + want.size()) == want);
+        CHECK(std::vector<uint32_t>(got_entries.begin() + e * n_tokens,
+                                    got_entries.begin() + e * n_tokens + want.size()) == want);
     }
 }
 
@@ -137,7 +140,8 @@ TEST_CASE("moe_combine adds the weighted experts, then the shared expert, to the
         for (uint32_t t = 0; t < n_tokens; ++t)
             for (uint32_t i = 0; i < n; ++i) {
                 double sum = 0;
-                for (uint32_t s = 0; s < n_used; ++s) sum += double(weights[t * n_used + s]) * y[(t * n_used + s) * n + i];
+                for (uint32_t s = 0; s < n_used; ++s)
+                    sum += double(weights[t * n_used + s]) * y[(t * n_used + s) * n + i];
                 if (with_shared) sum += shared[t * n + i];
                 want[t * n + i] = float(want[t * n + i] + sum);
             }
@@ -158,10 +162,15 @@ struct ExpertCase {
     uint32_t cols;
     uint32_t n_tokens = 1;  // 1: matvec_id, else matmul_id over grouped tokens
     uint32_t n_used = 3;
+    std::optional<ops::MatvecConfig> matvec_config = std::nullopt;  // replaces the device's launch shape
+    std::optional<ops::MatmulConfig> matmul_config = std::nullopt;
 };
 
-double tolerance(const gpu::Device& device, gguf::GgmlType type) {
-    return device.caps().use_float16() && ops::has_f16_variant(type) ? test::f16_tolerance : test::f32_tolerance;
+double tolerance(const gpu::Device& device, const ExpertCase& c) {
+    const bool float16 = c.n_tokens == 1
+                             ? c.matvec_config.value_or(ops::matvec_config(device.caps(), c.type, c.cols)).float16
+                             : c.matmul_config.value_or(ops::matmul_config(device.caps(), c.type)).float16;
+    return float16 ? test::f16_tolerance : test::f32_tolerance;
 }
 
 // Random distinct experts per token, as the router gives.
@@ -180,7 +189,8 @@ std::vector<uint32_t> random_ids(uint32_t n_tokens, uint32_t n_used, uint32_t n_
 // A buffer on `device` holding `values` (the split-buffer cases use a device of their own).
 template <class T>
 gpu::Buffer upload_on(gpu::Device& device, gpu::Transfer& transfer, std::span<const T> values) {
-    gpu::Buffer buffer = device.allocator().create(std::max<uint64_t>(values.size_bytes(), 4), gpu::MemoryDomain::Device);
+    gpu::Buffer buffer =
+        device.allocator().create(std::max<uint64_t>(values.size_bytes(), 4), gpu::MemoryDomain::Device);
     transfer.upload(buffer, 0, std::as_bytes(values));
     transfer.flush();
     return buffer;
@@ -215,12 +225,13 @@ void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCas
         std::vector<gpu::Dispatch> dispatches;
         if (c.n_tokens == 1) {
             dispatches = ops::matvec_id(device, matrix, s, x_buffer.range(), x_per_slot, ids_buffer.range(),
-                                        y_buffer.range(), c.n_used);
+                                        y_buffer.range(), c.n_used, c.matvec_config);
         } else {
             dispatches = {ops::moe_group(device, ids_buffer.range(), counts.range(), entries.range(), s.n_expert,
                                          c.n_used, c.n_tokens)};
-            for (gpu::Dispatch& d : ops::matmul_id(device, matrix, s, x_buffer.range(), x_per_slot, counts.range(),
-                                                   entries.range(), y_buffer.range(), c.n_tokens, c.n_used))
+            for (gpu::Dispatch& d :
+                 ops::matmul_id(device, matrix, s, x_buffer.range(), x_per_slot, counts.range(), entries.range(),
+                                y_buffer.range(), c.n_tokens, c.n_used, c.matmul_config))
                 dispatches.push_back(std::move(d));
         }
         gpu::Commands commands(device);
@@ -231,7 +242,7 @@ void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCas
         INFO(fmt::format("{} {} experts of {} rows (rows {}..{}) x {} cols, {} tokens, x per {}, {} segments, seed {}",
                          gguf::type_name(c.type), s.n_expert, s.expert_rows, s.row_begin, s.row_begin + s.rows, c.cols,
                          c.n_tokens, x_per_slot ? "slot" : "token", weight_buffer.segments().size(), seed));
-        CHECK(test::relative_error(got, want) <= tolerance(device, c.type));
+        CHECK(test::relative_error(got, want) <= tolerance(device, c));
     }
 }
 
@@ -241,12 +252,29 @@ TEST_CASE("matvec_id and matmul_id read the selected experts, for every weight t
     for (gguf::GgmlType type : test::weight_types) {
         const uint32_t g = test::column_granularity(type);
         // A plain stack; the up half of a fused gate_up stack; a grouped chunk spanning token tiles.
-        for (const ExpertCase& c : {ExpertCase{type, {6, 40, 0, 40}, 3 * g},
-                                    ExpertCase{type, {5, 46, 23, 23}, 2 * g},
-                                    ExpertCase{type, {4, 36, 0, 36}, 2 * g, 70, 2},
-                                    ExpertCase{type, {7, 34, 17, 17}, g, 45, 3}})
+        for (const ExpertCase& c :
+             {ExpertCase{type, {6, 40, 0, 40}, 3 * g}, ExpertCase{type, {5, 46, 23, 23}, 2 * g},
+              ExpertCase{type, {4, 36, 0, 36}, 2 * g, 70, 2}, ExpertCase{type, {7, 34, 17, 17}, g, 45, 3}})
             check_experts(test::device(), test::transfer(), c);
     }
+}
+
+TEST_CASE("matvec_id and matmul_id give the same result for every launch shape") {
+    const gpu::Capabilities& caps = test::device().caps();
+    const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
+    using enum gguf::GgmlType;
+    // A row per lane; subgroup teams; teams spanning subgroups (partial sums through shared memory).
+    for (ops::MatvecConfig config :
+         {ops::MatvecConfig{.workgroup_size = 16, .threads_per_row = 1, .rows_per_team = 3},
+          ops::MatvecConfig{.workgroup_size = 2 * subgroup, .threads_per_row = subgroup, .rows_per_team = 4},
+          ops::MatvecConfig{.workgroup_size = 4 * subgroup, .threads_per_row = 4 * subgroup, .rows_per_team = 1}})
+        for (gguf::GgmlType type : {Q4_K, Q8_0, F16})
+            check_experts(test::device(), test::transfer(), {type, {5, 70, 35, 35}, 256, 1, 3, config});
+    // The GPUs' 64 x 64 tile and an uneven one, over experts holding more tokens than a tile.
+    for (ops::MatmulConfig config :
+         {ops::MatmulConfig{.tile_rows = 64, .tile_tokens = 64}, ops::MatmulConfig{.tile_rows = 16, .tile_tokens = 8}})
+        for (gguf::GgmlType type : {Q4_K, Q5_0})
+            check_experts(test::device(), test::transfer(), {type, {3, 80, 0, 80}, 256, 100, 2, std::nullopt, config});
 }
 
 TEST_CASE("matvec_id and matmul_id over rows past lavapipe's loop cap") {

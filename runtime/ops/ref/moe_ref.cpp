@@ -63,7 +63,8 @@ MoeSelection moe_route(std::span<const float> logits, std::span<const float> bia
         if (r.n_group > 1) limit_groups(selection, r);
         std::vector<uint32_t> order(r.n_expert);
         std::iota(order.begin(), order.end(), 0u);
-        std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return ranks_before(selection, a, b); });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](uint32_t a, uint32_t b) { return ranks_before(selection, a, b); });
         double sum = 0;
         for (uint32_t s = 0; s < r.n_expert_used; ++s) sum += scores[order[s]];
         for (uint32_t s = 0; s < r.n_expert_used; ++s) {
@@ -82,7 +83,8 @@ void expert_products(gguf::GgmlType type, std::span<const std::byte> experts, ui
                      bool x_per_slot, std::span<float> y) {
     const uint64_t row_bytes = gguf::row_bytes(type, cols);
     for (size_t s = 0; s < ids.size(); ++s) {
-        const auto weights = experts.subspan((uint64_t(ids[s]) * expert_rows + row_begin) * row_bytes, rows * row_bytes);
+        const auto weights =
+            experts.subspan((uint64_t(ids[s]) * expert_rows + row_begin) * row_bytes, rows * row_bytes);
         matmul(type, weights, rows, cols, x.subspan(x_per_slot ? s * cols : 0, cols), 1, y.subspan(s * rows, rows));
     }
 }
