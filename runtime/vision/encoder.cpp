@@ -86,7 +86,10 @@ Encoder::Run& Encoder::run_for(uint32_t nx, uint32_t ny) {
 
 const ImageEmbeddings& Encoder::encode(const Image& image) {
     const uint64_t key = content_hash(image);
-    if (auto cached = cache_.find(key); cached != cache_.end()) return cached->second;
+    if (auto cached = cache_.find(key); cached != cache_.end()) {
+        stats_.milliseconds = 0;
+        return cached->second;
+    }
     const auto start = std::chrono::steady_clock::now();
     const Image input = input_image(image);
     const uint32_t p = hp_.patch_size;

@@ -21,7 +21,7 @@ struct ImageEmbeddings {
 };
 
 struct EncodeStats {
-    double milliseconds = 0;    // preprocessing, upload, GPU run and readback of the last encode
+    double milliseconds = 0;    // preprocessing, upload, GPU run and readback of the last encode (0: cached)
     uint64_t transient_bytes = 0;  // the graph's activations (aliased) for the last image's grid
     uint64_t input_bytes = 0;      // patches, positions and output buffers of that grid
 };

@@ -153,7 +153,12 @@ TEST_CASE("Pixtral encoder with Q8_0 and Q4_0 weights: exact to its dequantized 
         return;
     }
     const gguf::File f16 = gguf::File::open(dir / "mmproj.gguf");
-    const vision::Image image = vision::load_image(dir / "chelsea.png");
+    // A corner of the fixture's image, 112 x 84 pixels: 8 x 6 patches, 12 merged tokens.
+    const vision::Image photo = vision::load_image(dir / "chelsea.png");
+    vision::Image image{112, 84, {}};
+    for (uint32_t y = 0; y < image.height; ++y)
+        image.rgb.insert(image.rgb.end(), photo.rgb.begin() + int64_t(y) * photo.width * 3,
+                         photo.rgb.begin() + (int64_t(y) * photo.width + image.width) * 3);
     uint64_t f16_bytes = 0, bytes = 0;
     const std::vector<float> original = encode(f16, image, &f16_bytes);
     // Random weights pass the quantization error through every layer: the distance to F16 is only
