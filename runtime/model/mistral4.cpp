@@ -4,6 +4,7 @@
 // dense SwiGLU leading layers, then a mixture of experts with a shared expert. DeepSeek files add
 // sigmoid scoring with an expert bias, group-limited routing and the Llama-4 attention temperature,
 // all from metadata. Numerics: ../shared/docs/model-notes.md C.4, C.5, B.4, B.5.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -130,12 +131,12 @@ Hparams read_hparams(const gguf::File& file, const std::string& arch) {
     return hp;
 }
 
-void load_attention(WeightLoader& loader, const Hparams& hp, uint32_t il, LayerWeights& l) {
+void load_attention(WeightLoader& loader, const gguf::File& file, const Hparams& hp, uint32_t il, LayerWeights& l) {
     auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
     const uint64_t n_embd = hp.n_embd, R = hp.kv_lora_rank, q_rows = hp.n_head * (hp.qk_nope + hp.qk_rope);
     if (!loader.has(name("attn_k_b")) && loader.has(name("attn_kv_b")))
-        fail("tensor '{}': this GGUF predates split attn_k_b / attn_v_b (reconvert it with a current llama.cpp)",
-             name("attn_kv_b"));
+        fail("{}: tensor '{}' is the joint KV up-projection of older conversions; vkllm needs the split "
+             "attn_k_b / attn_v_b (reconvert with a current llama.cpp)", file.name(), name("attn_kv_b"));
     l.attn_norm = loader.load(name("attn_norm"), {n_embd});
     if (hp.q_lora_rank) {
         l.attn_q_a = loader.load(name("attn_q_a"), {n_embd, hp.q_lora_rank});
@@ -187,7 +188,7 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
     w.output = loader.load_optional("output.weight", {hp.n_embd, hp.n_vocab});
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
-        load_attention(loader, hp, il, w.layers[il]);
+        load_attention(loader, file, hp, il, w.layers[il]);
         load_feed_forward(loader, hp, il, w.layers[il]);
     }
     std::vector<uint32_t> phases = ops::rope_phase_table(hp.rope);

@@ -193,3 +193,22 @@ TEST_CASE("Mistral Small 4's shape caches (kv_lora_rank + qk_rope) x 2 bytes x l
     CHECK(bytes_per_token == (256 + 64) * 2 * 36);
     CHECK(bytes_per_token * 25 < 36 * (32 * (64 + 64) + 32 * 128) * 2);  // over 25x below K and V of every head
 }
+
+TEST_CASE("mistral4: older joint attn_kv_b conversions and a missing kv_lora_rank are clear errors") {
+    auto dir = test::fixture_dir("mistral4_f32");
+    if (dir.empty()) return;
+    const gguf::File original = gguf::File::open(dir / "model.gguf");
+    for (auto [edit, message] : {std::pair{"kv_b", "blk.0.attn_kv_b.weight"},
+                                 std::pair{"key", "mistral4.attention.kv_lora_rank"}}) {
+        gguf::Writer writer;
+        for (const gguf::KeyValue& kv : original.metadata())
+            if (std::string_view(edit) != "key" || kv.key != "mistral4.attention.kv_lora_rank") writer.add_value(kv.key, kv.value);
+        for (const gguf::Tensor& tensor : original.tensors()) {
+            const bool joint = std::string_view(edit) == "kv_b" && tensor.name == "blk.0.attn_k_b.weight";
+            writer.add_tensor(joint ? "blk.0.attn_kv_b.weight" : tensor.name, tensor.type,
+                              std::span(tensor.ne).first(tensor.n_dims), tensor.data);
+        }
+        const gguf::File edited = gguf::File::from_bytes(writer.bytes(), "edited.gguf");
+        CHECK_THROWS_WITH_AS(model::load_model(test::device(), edited), doctest::Contains(message), Error);
+    }
+}
