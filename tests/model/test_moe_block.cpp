@@ -146,3 +146,27 @@ TEST_CASE("ffn_moe over a chunk and token by token matches the reference block")
     }
     unsetenv("VKLLM_DISABLE_F16");
 }
+
+TEST_CASE("ffn_moe refuses weights that disagree with the spec, naming the layer and tensor") {
+    const Block block(gguf::GgmlType::F32, 99);
+    const model::Weight gate_inp = upload("blk.3.ffn_gate_inp.weight", block.gate_inp);
+    const model::Weight gate_up_exps = upload("blk.3.ffn_gate_up_exps.weight", block.gate_up_exps);
+    const model::Weight down_exps = upload("blk.3.ffn_down_exps.weight", block.down_exps);
+    model::blocks::MoeSpec spec{.routing = block.routing, .n_ff_exp = n_ff};
+    const model::blocks::MoeWeights fused{.gate_inp = gate_inp, .gate_up_exps = &gate_up_exps, .down_exps = down_exps};
+    CHECK_NOTHROW(model::blocks::check_moe(3, fused, spec));
+    spec.n_ff_exp = n_ff / 2;
+    CHECK_THROWS_WITH_AS(model::blocks::check_moe(3, fused, spec),
+                         "layer 3 mixture of experts: 'blk.3.ffn_gate_up_exps.weight' is 512 x 64, expected 256 x 64",
+                         Error);
+    spec.n_ff_exp = n_ff;
+    const model::blocks::MoeWeights both{.gate_inp = gate_inp, .gate_up_exps = &gate_up_exps, .gate_exps = &gate_up_exps,
+                                         .down_exps = down_exps};
+    CHECK_THROWS_WITH_AS(model::blocks::check_moe(3, both, spec), doctest::Contains("needs ffn_gate_up_exps or both"),
+                         Error);
+    spec.n_ff_shexp = n_ff_shexp;
+    CHECK_THROWS_WITH_AS(model::blocks::check_moe(3, fused, spec), doctest::Contains("a shared expert needs"), Error);
+    spec.n_ff_shexp = 0;
+    spec.routing.n_expert_used = 9;
+    CHECK_THROWS_WITH_AS(model::blocks::check_moe(3, fused, spec), doctest::Contains("9 experts used of 8"), Error);
+}
