@@ -77,6 +77,12 @@ int eval_with_media(Args args) {
     std::fprintf(stderr, "wrote %zu x %u logits to %s; %zu image embeddings encoded in %.1f ms\n",
                  result.text_tokens.size(), loaded.model->info().n_vocab, logits_path.c_str(),
                  result.image_embd.size() / loaded.model->info().n_embd, result.encode_ms);
+    if (options.verbose) {
+        const vision::EncodeStats& stats = loaded_media.encoder->last_stats();
+        std::fprintf(stderr, "encoder: %.2f MiB of weights, %.2f MiB of activations and %.2f MiB of inputs and outputs "
+                     "for the last image's grid\n", loaded_media.encoder->weight_bytes() / 1048576.0,
+                     stats.transient_bytes / 1048576.0, stats.input_bytes / 1048576.0);
+    }
     write_reports(options, loaded);
     return 0;
 }

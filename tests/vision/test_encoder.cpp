@@ -10,13 +10,15 @@ using namespace vkllm;
 namespace {
 
 // Relative RMS of the embeddings against image_embd.f32 of a fixture, or a negative value when absent.
-double embedding_error(const std::string& fixture, double& encode_ms) {
+double embedding_error(const std::string& fixture, double& encode_ms, std::string& memory) {
     auto dir = test::fixture_dir("vision/" + fixture);
     if (dir.empty()) return -1;
     gguf::File mmproj = gguf::File::open(dir / "mmproj.gguf");
     vision::Encoder encoder(test::device(), mmproj);
     const vision::ImageEmbeddings& got = encoder.encode(vision::load_image(dir / "chelsea.png"));
     encode_ms = encoder.last_stats().milliseconds;
+    memory = fmt::format("{} weight bytes, {} activation bytes, {} input/output bytes", encoder.weight_bytes(),
+                         encoder.last_stats().transient_bytes, encoder.last_stats().input_bytes);
     std::vector<float> want = test::read_f32(dir / "image_embd.f32");
     REQUIRE(got.values.size() == want.size());
     return test::relative_error(got.values, want);
@@ -29,12 +31,13 @@ TEST_CASE("Pixtral and Gemma 3 image embeddings match llama.cpp's") {
         const std::string fixture = name;
         CAPTURE(fixture);
         double encode_ms = 0;
-        const double error = embedding_error(fixture, encode_ms);
+        std::string memory;
+        const double error = embedding_error(fixture, encode_ms, memory);
         if (error < 0) {
             MESSAGE("../shared/fixtures absent: skipping " << fixture);
             continue;
         }
-        MESSAGE(fixture << ": relative RMS " << error << ", encoded in " << encode_ms << " ms");
+        MESSAGE(fixture << ": relative RMS " << error << ", encoded in " << encode_ms << " ms; " << memory);
         CHECK(error <= tolerance);
     }
 }
