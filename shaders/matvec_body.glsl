@@ -8,7 +8,7 @@
 //   INPUT_SWIGLU    in = swiglu(gate, up), INPUT_GEGLU in = geglu(gate, up), for x = [gate | up] of
 //                   cols values each (shaders/glu.glsl)
 // With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is a slot:
-// y[slot] = W_{ids[slot]} x[slot]. Bindings: 0 weights, 1 x, 2 ids, 3 y.
+// y[slot] = W_{ids[slot]} in[slot] (INPUT_PLAIN or a GLU). Bindings: 0 weights, 1 x, 2 ids, 3 y.
 //
 // A team of THREADS_PER_ROW lanes shares ROWS_PER_TEAM rows: lane l takes units l, l + T, ... of
 // each row, so consecutive lanes read consecutive blocks and one x load serves all the team's rows.
@@ -175,7 +175,7 @@ void main() {
         const uint stack_row = expert_first + first_row + r;
         if (r < ROWS_PER_TEAM && first_row + r < p.rows && stack_row >= p.row_offset &&
             stack_row < p.row_offset + p.row_count)
-            y[slot * p.rows + first_row + r] = acc[r];
+            y[slot * p.y_stride + p.y_offset + first_row + r] = acc[r];
 #else
         if (r < ROWS_PER_TEAM && first_row + r < p.row_count) {
             const uint index = p.row_offset + first_row + r;

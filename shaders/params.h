@@ -243,7 +243,8 @@ VKLLM_PARAMS_STRUCT(MoeCombineParams) {
 
 // matvec with EXPERT_IDS: rows row_begin .. row_begin + rows - 1 of expert ids[slot]'s expert_rows
 // rows; the bound segment holds stack rows row_offset .. row_offset + row_count - 1; x of slot s
-// starts at s * x_stride floats (0: one x for all slots); y [slots][rows].
+// starts at s * x_stride floats (0: one x for all slots); row r of slot s goes to y[s * y_stride +
+// y_offset + r].
 VKLLM_PARAMS_STRUCT(MatvecIdParams) {
     uint cols;
     uint row_count;
@@ -252,7 +253,9 @@ VKLLM_PARAMS_STRUCT(MatvecIdParams) {
     uint row_begin;
     uint rows;
     uint x_stride;
-} VKLLM_PARAMS_END(MatvecIdParams, 28);
+    uint y_stride;
+    uint y_offset;
+} VKLLM_PARAMS_END(MatvecIdParams, 36);
 
 // matmul with EXPERT_IDS: as MatvecIdParams for the rows; entries lists n_tokens per expert, entry =
 // token * n_slots + slot; x rows are entries with x_per_slot, else tokens; units as MatmulParams.

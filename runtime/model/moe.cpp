@@ -13,12 +13,9 @@ constexpr uint64_t f32 = sizeof(float);
 
 std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
 
-// The expert products of one weight stack: matvec_id for one token (reading only the selected
-// experts), matmul_id over the chunk's per-expert lists otherwise.
-struct ExpertInputs {
-    graph::Region ids;                    // uint32 [n_tokens][n_expert_used]
-    std::optional<graph::Region> counts;  // per-expert lists (prefill only)
-    std::optional<graph::Region> entries;
+// A chunk's per-expert lists of (token, slot) entries (ops::moe_group).
+struct ExpertLists {
+    graph::Region counts, entries;
 };
 
 // Bytes the selected experts' rows take: `experts` active experts' share of the stack.
@@ -26,22 +23,84 @@ uint64_t active_bytes(const Weight& stack, const ops::ExpertRows& select, uint32
     return stack.bytes() / select.n_expert * select.rows / select.expert_rows * experts;
 }
 
-void expert_product(Builder& b, const std::string& name, const Weight& stack, const ops::ExpertRows& select,
-                    graph::Region x, bool x_per_slot, const ExpertInputs& in, graph::Region y, uint32_t n_used) {
+// One token: y[slot] = W_{ids[slot]} in[slot], its rows at y[slot * y_stride + y_offset].
+void expert_matvec(Builder& b, const std::string& name, const Weight& stack, const ops::ExpertRows& select,
+                   const ops::ExpertInput& input, graph::Region ids, graph::Region y, uint32_t y_stride,
+                   uint32_t y_offset, uint32_t n_used) {
+    b.add(name,
+          ops::matvec_id(b.device, stack.matrix(), select, input, b.range(ids), {b.range(y), y_stride, y_offset},
+                         n_used),
+          active_bytes(stack, select, n_used));
+}
+
+// A chunk: y[entry] = W_e x[entry or token] over each expert's entries.
+void expert_matmul(Builder& b, const std::string& name, const Weight& stack, const ops::ExpertRows& select,
+                   graph::Region x, bool x_per_slot, const ExpertLists& lists, graph::Region y, uint32_t n_used) {
     const uint32_t n_tokens = b.shape.n_tokens;
-    if (n_tokens == 1) {
-        b.add(name,
-              ops::matvec_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(in.ids), b.range(y),
-                             n_used),
-              active_bytes(stack, select, n_used));
-        return;
-    }
     // Each expert any token selected is read once per chunk.
     const uint32_t experts_read = std::min(select.n_expert, n_tokens * n_used);
     b.add(name,
-          ops::matmul_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(*in.counts),
-                         b.range(*in.entries), b.range(y), n_tokens, n_used),
+          ops::matmul_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(lists.counts),
+                         b.range(lists.entries), b.range(y), n_tokens, n_used),
           active_bytes(stack, select, experts_read));
+}
+
+// One token: each slot's gate and up rows side by side ([gate | up], one product for a fused stack);
+// the down projection forms act(gate) * up as it reads them. Returns the experts' outputs [slot][n_embd].
+graph::Region routed_experts_decode(Builder& b, int layer, graph::Region normed, graph::Region ids,
+                                    const MoeWeights& w, const MoeSpec& spec) {
+    const uint32_t n_expert = spec.routing.n_expert, n_used = spec.routing.n_expert_used, n_ff = spec.n_ff_exp;
+    const uint32_t n_embd = w.gate_inp.cols;
+    auto gate_up = b.graph.transient(layer_name(layer, "ffn_moe_gate_up"), uint64_t(n_used) * 2 * n_ff * f32);
+    const ops::ExpertInput input{b.range(normed)};
+    if (w.gate_up_exps) {
+        expert_matvec(b, layer_name(layer, "ffn_gate_up_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, 0, 2 * n_ff},
+                      input, ids, gate_up, 0, 0, n_used);
+    } else {
+        expert_matvec(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, input, ids,
+                      gate_up, 2 * n_ff, 0, n_used);
+        expert_matvec(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, input, ids, gate_up,
+                      2 * n_ff, n_ff, n_used);
+    }
+    auto out = b.graph.transient(layer_name(layer, "ffn_moe_down"), uint64_t(n_used) * n_embd * f32);
+    expert_matvec(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd},
+                  {b.range(gate_up), true, spec.activation}, ids, out, 0, 0, n_used);
+    return out;
+}
+
+// A chunk: the tokens listed per expert, each expert's gate, up and down rows read once per tile of
+// its tokens. Returns the experts' outputs [token][slot][n_embd].
+graph::Region routed_experts_chunk(Builder& b, int layer, graph::Region normed, graph::Region ids,
+                                   const MoeWeights& w, const MoeSpec& spec) {
+    const uint32_t n_expert = spec.routing.n_expert, n_used = spec.routing.n_expert_used, n_ff = spec.n_ff_exp;
+    const uint32_t n_embd = w.gate_inp.cols, n_tokens = b.shape.n_tokens;
+    const uint64_t slots = uint64_t(n_tokens) * n_used;
+    const ExpertLists lists{
+        b.graph.transient(layer_name(layer, "ffn_moe_counts"), n_expert * 4),
+        b.graph.transient(layer_name(layer, "ffn_moe_entries"), ops::moe_group_entries_bytes(n_expert, n_tokens))};
+    b.graph.add(layer_name(layer, "ffn_moe_group"), ops::moe_group(b.device, b.range(ids), b.range(lists.counts),
+                                                                  b.range(lists.entries), n_expert, n_used, n_tokens));
+    auto gate = b.graph.transient(layer_name(layer, "ffn_moe_gate"), slots * n_ff * f32);
+    auto up = b.graph.transient(layer_name(layer, "ffn_moe_up"), slots * n_ff * f32);
+    if (w.gate_up_exps) {
+        // A fused stack gives each expert's gate rows, then its up rows: two products over one tensor.
+        expert_matmul(b, layer_name(layer, "ffn_gate_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, 0, n_ff}, normed,
+                      false, lists, gate, n_used);
+        expert_matmul(b, layer_name(layer, "ffn_up_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, n_ff, n_ff}, normed,
+                      false, lists, up, n_used);
+    } else {
+        expert_matmul(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, normed, false,
+                      lists, gate, n_used);
+        expert_matmul(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, normed, false,
+                      lists, up, n_used);
+    }
+    auto hidden = b.graph.transient(layer_name(layer, "ffn_moe_hidden"), slots * n_ff * f32);
+    b.graph.add(layer_name(layer, "ffn_moe_act"), ops::glu(b.device, spec.activation, b.range(gate), b.range(up),
+                                                           b.range(hidden), uint32_t(slots * n_ff)));
+    auto out = b.graph.transient(layer_name(layer, "ffn_moe_down"), slots * n_embd * f32);
+    expert_matmul(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd}, hidden, true,
+                  lists, out, n_used);
+    return out;
 }
 
 // out = down · act(gate · normed) * (up · normed) for the shared expert (not accumulated).
@@ -67,8 +126,6 @@ void shared_expert(Builder& b, int layer, graph::Region normed, const MoeWeights
                 ops::glu(b.device, spec.activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));
     project(b, layer_name(layer, "ffn_down_shexp"), *w.down_shexp, hidden, out, false);
 }
-
-uint32_t stack_rows(const Weight& w, uint32_t n_expert) { return w.rows / n_expert; }
 
 }  // namespace
 
@@ -107,51 +164,22 @@ void check_moe(int layer, const MoeWeights& w, const MoeSpec& spec) {
 void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const MoeWeights& w, const MoeSpec& spec) {
     check_moe(layer, w, spec);
     const ops::MoeRouting& routing = spec.routing;
-    const uint32_t n_tokens = b.shape.n_tokens, n_embd = w.gate_inp.cols, n_ff = spec.n_ff_exp;
+    const uint32_t n_tokens = b.shape.n_tokens, n_embd = w.gate_inp.cols;
     const uint32_t n_expert = routing.n_expert, n_used = routing.n_expert_used;
     const uint64_t slots = uint64_t(n_tokens) * n_used;
 
     // Router logits, then the selected experts and their weights, all on the GPU.
     auto logits = b.graph.transient(layer_name(layer, "ffn_moe_logits"), n_tokens * n_expert * f32);
     project(b, layer_name(layer, "ffn_gate_inp"), w.gate_inp, normed, logits, false);
-    ExpertInputs in{b.graph.transient(layer_name(layer, "ffn_moe_ids"), slots * 4), {}, {}};
+    auto ids = b.graph.transient(layer_name(layer, "ffn_moe_ids"), slots * 4);
     auto weights = b.graph.transient(layer_name(layer, "ffn_moe_weights"), slots * f32);
     b.graph.add(
         layer_name(layer, "ffn_moe_route"),
         ops::moe_route(b.device, routing, b.range(logits), w.exp_probs_b ? w.exp_probs_b->range() : gpu::BufferRange{},
-                       b.range(in.ids), b.range(weights), n_tokens),
+                       b.range(ids), b.range(weights), n_tokens),
         w.exp_probs_b ? w.exp_probs_b->bytes() : 0);
-    if (n_tokens > 1) {
-        in.counts = b.graph.transient(layer_name(layer, "ffn_moe_counts"), n_expert * 4);
-        in.entries =
-            b.graph.transient(layer_name(layer, "ffn_moe_entries"), ops::moe_group_entries_bytes(n_expert, n_tokens));
-        b.graph.add(layer_name(layer, "ffn_moe_group"),
-                    ops::moe_group(b.device, b.range(in.ids), b.range(*in.counts), b.range(*in.entries), n_expert,
-                                   n_used, n_tokens));
-    }
-
-    // Each slot's gate and up rows, its activation, and its down projection.
-    auto gate = b.graph.transient(layer_name(layer, "ffn_moe_gate"), slots * n_ff * f32);
-    auto up = b.graph.transient(layer_name(layer, "ffn_moe_up"), slots * n_ff * f32);
-    if (w.gate_up_exps) {
-        // A fused stack gives each expert's gate rows, then its up rows: two products over one tensor.
-        const uint32_t rows = stack_rows(*w.gate_up_exps, n_expert);
-        expert_product(b, layer_name(layer, "ffn_gate_exps"), *w.gate_up_exps, {n_expert, rows, 0, n_ff}, normed, false,
-                       in, gate, n_used);
-        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.gate_up_exps, {n_expert, rows, n_ff, n_ff}, normed,
-                       false, in, up, n_used);
-    } else {
-        expert_product(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, normed, false,
-                       in, gate, n_used);
-        expert_product(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, normed, false, in,
-                       up, n_used);
-    }
-    auto hidden = b.graph.transient(layer_name(layer, "ffn_moe_hidden"), slots * n_ff * f32);
-    b.graph.add(layer_name(layer, "ffn_moe_act"), ops::glu(b.device, spec.activation, b.range(gate), b.range(up),
-                                                           b.range(hidden), uint32_t(slots * n_ff)));
-    auto experts_out = b.graph.transient(layer_name(layer, "ffn_moe_down"), slots * n_embd * f32);
-    expert_product(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd}, hidden, true, in,
-                   experts_out, n_used);
+    const graph::Region experts_out = n_tokens == 1 ? routed_experts_decode(b, layer, normed, ids, w, spec)
+                                                    : routed_experts_chunk(b, layer, normed, ids, w, spec);
 
     // x += sum of the weighted experts (+ the shared expert), in llama.cpp's order.
     std::optional<graph::Region> shared;

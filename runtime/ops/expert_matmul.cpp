@@ -26,17 +26,21 @@ void check_select(const WeightMatrix& experts, const ExpertRows& select, const c
 }  // namespace
 
 std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
-                                     const gpu::BufferRange& x, bool x_per_slot, const gpu::BufferRange& ids,
-                                     const gpu::BufferRange& y, uint32_t n_slots, std::optional<MatvecConfig> config) {
+                                     const ExpertInput& input, const gpu::BufferRange& ids, const ExpertOutput& output,
+                                     uint32_t n_slots, std::optional<MatvecConfig> config) {
     const gpu::Capabilities& caps = device.caps();
     check_select(experts, select, "matvec_id");
     const std::vector<WeightSegment> segments = weight_segments(experts, "matvec_id");
-    const uint64_t x_bytes = uint64_t(x_per_slot ? n_slots : 1) * experts.cols * 4;
-    if (n_slots == 0 || n_slots > caps.max_workgroup_count[2] || x.size < x_bytes || ids.size < uint64_t(n_slots) * 4 ||
-        y.size < uint64_t(n_slots) * select.rows * 4)
+    if (input.glu && !input.per_slot) fail("matvec_id: a GLU input needs one [gate | up] per slot");
+    const uint32_t x_stride = input.per_slot ? (input.glu ? 2 : 1) * experts.cols : 0;
+    const uint64_t x_bytes = (x_stride ? uint64_t(n_slots) * x_stride : experts.cols) * 4;
+    const uint32_t y_stride = output.stride ? output.stride : select.rows;
+    const uint64_t y_bytes = (uint64_t(n_slots - 1) * y_stride + output.offset + select.rows) * 4;
+    if (n_slots == 0 || n_slots > caps.max_workgroup_count[2] || output.offset + select.rows > y_stride ||
+        input.x.size < x_bytes || ids.size < uint64_t(n_slots) * 4 || output.y.size < y_bytes)
         fail("matvec_id: {} slots of {} x {} experts need x of {} bytes, ids of {} and y of {}, got {}, {} and {}",
-             n_slots, select.rows, experts.cols, x_bytes, n_slots * 4, uint64_t(n_slots) * select.rows * 4, x.size,
-             ids.size, y.size);
+             n_slots, select.rows, experts.cols, x_bytes, n_slots * 4, y_bytes, input.x.size, ids.size,
+             output.y.size);
     // matvec's launch shape, fitted to the row length (matvec() checks and fits a given config alike).
     const MatvecConfig default_launch = matvec_config(caps, experts.type, experts.cols);
     MatvecConfig launch = config.value_or(default_launch);
@@ -56,23 +60,29 @@ std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& ex
 
     const gpu::Pipeline& pipeline =
         device.pipelines().get(weight_pipeline_name("matvec_id", experts.type, launch.float16),
-                               {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team}});
+                               {{0, launch.workgroup_size},
+                                {3, launch.threads_per_row},
+                                {4, launch.rows_per_team},
+                                {5, uint32_t(input.glu ? MatvecInput::glu(*input.glu, input.x).kind
+                                                       : MatvecInput::Kind::Plain)}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
         gpu::Dispatch& dispatch = dispatches.emplace_back();
         dispatch.pipeline = &pipeline;
         dispatch.bindings = {{segment.range, gpu::Access::Read},
-                             {x, gpu::Access::Read},
+                             {input.x, gpu::Access::Read},
                              {ids, gpu::Access::Read},
-                             {y, gpu::Access::Write}};
+                             {output.y, gpu::Access::Write}};
         dispatch.params(params::MatvecIdParams{.cols = experts.cols,
                                                .row_count = segment.row_count,
                                                .row_offset = segment.row_offset,
                                                .expert_rows = select.expert_rows,
                                                .row_begin = select.row_begin,
                                                .rows = select.rows,
-                                               .x_stride = x_per_slot ? experts.cols : 0});
+                                               .x_stride = x_stride,
+                                               .y_stride = y_stride,
+                                               .y_offset = output.offset});
         dispatch.groups = group_grid((select.rows + rows_per_group - 1) / rows_per_group, caps);
         dispatch.groups[2] = n_slots;
     }

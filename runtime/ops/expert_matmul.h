@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ops/matmul.h"
+#include "ops/elementwise.h"
 #include "ops/matvec.h"
 
 namespace vkllm::ops {
@@ -22,12 +23,25 @@ struct ExpertRows {
     uint32_t rows = 0;
 };
 
-// One token: y[s] = W_{ids[s]} x[s] for the n_slots slots; ids uint32 [n_slots]; x f32 [n_slots][cols]
-// with x_per_slot, else one x [cols] for all; y f32 [n_slots][rows].
+// matvec_id's input: one x [cols] for all slots, or one per slot [n_slots][cols]; with a GLU, each
+// slot's x is [gate | up] of 2 * cols floats and the kernel forms act(gate) * up (the activation
+// fused into the down projection).
+struct ExpertInput {
+    gpu::BufferRange x;
+    bool per_slot = false;
+    std::optional<Glu> glu;
+};
+// matvec_id's output: slot s's rows at y[s * stride + offset ..] (stride 0: the selected rows), so
+// separate gate and up products can fill the halves of one [gate | up] row per slot.
+struct ExpertOutput {
+    gpu::BufferRange y;
+    uint32_t stride = 0, offset = 0;
+};
+
+// One token: y[s] = W_{ids[s]} in[s] for the n_slots slots; ids uint32 [n_slots].
 std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
-                                     const gpu::BufferRange& x, bool x_per_slot, const gpu::BufferRange& ids,
-                                     const gpu::BufferRange& y, uint32_t n_slots,
-                                     std::optional<MatvecConfig> config = std::nullopt);
+                                     const ExpertInput& input, const gpu::BufferRange& ids, const ExpertOutput& output,
+                                     uint32_t n_slots, std::optional<MatvecConfig> config = std::nullopt);
 
 // A chunk grouped by expert (ops::moe_group): for each expert e and each of its count[e] entries
 // (entry = token * n_slots + slot), y[entry] = W_e x[x_per_slot ? entry : token]; y f32

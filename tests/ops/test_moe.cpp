@@ -15,6 +15,7 @@
 #include "op_harness.h"
 #include "ops/expert_matmul.h"
 #include "ops/moe_route.h"
+#include "ops/ref/elementwise_ref.h"
 #include "ops/ref/moe_ref.h"
 #include "weight_fixture.h"
 
@@ -224,8 +225,8 @@ void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCas
         gpu::Buffer y_buffer = device.allocator().create(want.size() * 4, gpu::MemoryDomain::Device);
         std::vector<gpu::Dispatch> dispatches;
         if (c.n_tokens == 1) {
-            dispatches = ops::matvec_id(device, matrix, s, x_buffer.range(), x_per_slot, ids_buffer.range(),
-                                        y_buffer.range(), c.n_used, c.matvec_config);
+            dispatches = ops::matvec_id(device, matrix, s, {x_buffer.range(), x_per_slot}, ids_buffer.range(),
+                                        {y_buffer.range()}, c.n_used, c.matvec_config);
         } else {
             dispatches = {ops::moe_group(device, ids_buffer.range(), counts.range(), entries.range(), s.n_expert,
                                          c.n_used, c.n_tokens)};
@@ -256,6 +257,41 @@ TEST_CASE("matvec_id and matmul_id read the selected experts, for every weight t
              {ExpertCase{type, {6, 40, 0, 40}, 3 * g}, ExpertCase{type, {5, 46, 23, 23}, 2 * g},
               ExpertCase{type, {4, 36, 0, 36}, 2 * g, 70, 2}, ExpertCase{type, {7, 34, 17, 17}, g, 45, 3}})
             check_experts(test::device(), test::transfer(), c);
+    }
+}
+
+TEST_CASE("matvec_id forms act(gate) * up from each slot's [gate | up] and writes rows at a stride") {
+    using enum gguf::GgmlType;
+    const uint32_t n_expert = 5, rows = 24, n_slots = 3;
+    for (gguf::GgmlType type : {Q4_K, Q8_0, F32}) {
+        const uint32_t cols = type == Q4_K ? 256 : 64;
+        const uint64_t seed = test::base_seed() + uint64_t(type);
+        const test::HostWeights weights = test::random_weights(type, n_expert * rows, cols, seed);
+        const gpu::Buffer weight_buffer = test::upload_weights(test::device(), test::transfer(), weights);
+        const std::vector<uint32_t> ids = {4, 0, 2};
+        const std::vector<float> gate_up = test::random_floats(size_t(n_slots) * 2 * cols, seed + 1, -3.0f, 3.0f);
+        for (ops::Glu glu : {ops::Glu::SwiGlu, ops::Glu::GeGlu}) {
+            std::vector<float> hidden(size_t(n_slots) * cols);
+            for (uint32_t s = 0; s < n_slots; ++s) {
+                const auto row = std::span(gate_up).subspan(size_t(s) * 2 * cols, 2 * cols);
+                const auto out = std::span(hidden).subspan(size_t(s) * cols, cols);
+                glu == ops::Glu::SwiGlu ? ref::swiglu(row.first(cols), row.subspan(cols), out)
+                                        : ref::geglu(row.first(cols), row.subspan(cols), out);
+            }
+            std::vector<float> products(size_t(n_slots) * rows);
+            ref::expert_products(type, weights.blocks, rows, cols, 0, rows, ids, hidden, true, products);
+            // Each slot's rows land at y[s * 2 * rows + rows ..]; the rest of y keeps its values.
+            const std::vector<float> y0 = test::random_floats(size_t(n_slots) * 2 * rows, seed + 2);
+            std::vector<float> want = y0;
+            for (uint32_t s = 0; s < n_slots; ++s)
+                std::copy_n(products.begin() + s * rows, rows, want.begin() + s * 2 * rows + rows);
+            gpu::Buffer x = test::upload(gate_up), y = test::upload(y0);
+            gpu::Buffer id_buffer = test::upload_values(std::span<const uint32_t>(ids));
+            test::run(ops::matvec_id(test::device(), {type, n_expert * rows, cols, &weight_buffer}, {n_expert, rows, 0, rows},
+                                     {x.range(), true, glu}, id_buffer.range(), {y.range(), 2 * rows, rows}, n_slots));
+            test::check_close(test::download(y, want.size()), want, tolerance(test::device(), {type, {}, cols}), seed,
+                              gguf::type_name(type).data());
+        }
     }
 }
 
@@ -313,8 +349,11 @@ TEST_CASE("MoE ops refuse shapes they cannot take") {
     CHECK_THROWS_WITH_AS(ops::moe_route(device, {128, 2, Softmax}, range, {}, range, range, 9),
                          doctest::Contains("buffers too small"), Error);
     const ops::WeightMatrix experts{gguf::GgmlType::F32, 32, 16, &buffer};
-    CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 4, 8}, range, false, range, range, 2),
+    CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 4, 8}, {range}, range, {range}, 2),
                          doctest::Contains("do not fit a stack of 32 rows"), Error);
-    CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 0, 8}, range.sub(0, 32), false, range, range, 2),
+    CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 0, 8}, {range.sub(0, 32)}, range, {range}, 2),
                          doctest::Contains("need x of 64 bytes"), Error);
+    CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 0, 8}, {range, false, ops::Glu::SwiGlu}, range,
+                                        {range}, 2),
+                         doctest::Contains("a GLU input needs one [gate | up] per slot"), Error);
 }
