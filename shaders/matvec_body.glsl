@@ -27,6 +27,8 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint THREADS_PER_ROW = 32;  // 1 or a multiple of the subgroup size
 layout(constant_id = 4) const uint ROWS_PER_TEAM = 1;     // 1..MAX_ROWS_PER_TEAM
 layout(constant_id = 5) const uint INPUT = INPUT_PLAIN;
+// INPUT_RMS_NORM: sum x^2 over the whole workgroup (rows too long for one subgroup to loop over).
+layout(constant_id = 6) const bool NORM_BY_WORKGROUP = false;
 
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
 #ifdef EXPERT_IDS
@@ -45,8 +47,14 @@ float input_scale() {
 #ifndef EXPERT_IDS
     if (INPUT == INPUT_RMS_NORM) {
         float sum_squares = 0.0;
-        for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x4[i], x4[i]);
-        return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
+        if (NORM_BY_WORKGROUP) {
+            for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x4[i], x4[i]);
+            return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
+        }
+        // Each subgroup sums all of x itself: no barrier, which would make lavapipe run the workgroup's
+        // invocations as coroutines.
+        for (uint i = gl_SubgroupInvocationID; i < p.cols / 4; i += gl_SubgroupSize) sum_squares += dot(x4[i], x4[i]);
+        return inversesqrt(subgroupAdd(sum_squares) / float(p.cols) + p.eps);
     }
 #endif
     return 1.0;

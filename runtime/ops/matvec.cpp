@@ -48,6 +48,13 @@ void check_config(const MatvecConfig& config, const gpu::Capabilities& caps, ggu
         fail("matvec: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
 }
 
+// An RMSNorm input is summed by each subgroup on its own (no barrier) unless that would loop past a
+// few thousand iterations; then the workgroup shares the sum.
+uint32_t norm_by_workgroup(const gpu::Capabilities& caps, const MatvecInput& input, uint32_t cols) {
+    const uint32_t subgroup = std::max(caps.min_subgroup_size ? caps.min_subgroup_size : caps.subgroup_size, 1u);
+    return input.kind == MatvecInput::Kind::RmsNorm && cols / 4 / subgroup > max_units_per_invocation ? 1 : 0;
+}
+
 }  // namespace
 
 uint64_t weight_row_bytes(gguf::GgmlType type, uint32_t cols) { return gguf::row_bytes(type, cols); }
@@ -149,7 +156,7 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
     const gpu::Pipeline& pipeline = device.pipelines().get(
         matvec_pipeline_name(weights.type, launch.float16),
         {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team},
-         {5, uint32_t(input.kind)}});
+         {5, uint32_t(input.kind)}, {6, norm_by_workgroup(caps, input, weights.cols)}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
