@@ -8,7 +8,9 @@ namespace vkllm::convert {
 
 Plan plan_model(const Source& source) {
     const std::string architecture = source.config.architecture();
-    if (architecture == "Mistral3ForConditionalGeneration") return plan_mistral3(source);
+    if (architecture == "Mistral3ForConditionalGeneration")
+        return source.config.text().opt_string("model_type") == "mistral4" ? plan_mistral4(source)
+                                                                           : plan_mistral3(source);
     fail("{}: model class '{}' is not supported (Mistral3ForConditionalGeneration is)",
          source.config.root().where(), architecture);
 }
