@@ -1,6 +1,10 @@
 // vkllm bench -m MODEL [-p 512] [-n 128] [-r REPS] [--json]: prompt processing and generation speed
 // in the spirit of llama-bench, with what explains them: GPU time per op kind, dispatches and
 // barriers per token, weight bytes read per token and the GB/s they make, host time per token.
+// --kv-fill N times decode at a context of N tokens without prefilling it: a short prompt is
+// evaluated, its cache cells are repeated on the GPU up to N (Session::fill_kv_repeating), and the
+// -n tokens are generated from there. Attention and the indexer then read N cells of real
+// activations, so their time is what it is at that context; the text is meaningless.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -15,7 +19,8 @@
 namespace vkllm::cli {
 namespace {
 
-constexpr const char* bench_usage = "usage: vkllm bench {} [-p N] [-n N] [-r REPS] [--json]";
+constexpr const char* bench_usage = "usage: vkllm bench {} [-p N] [-n N] [-r REPS] [--kv-fill N] [--json]";
+constexpr uint32_t kv_fill_prompt = 64;  // tokens evaluated before --kv-fill repeats their cells
 
 using Clock = std::chrono::steady_clock;
 
@@ -39,18 +44,19 @@ std::string op_kind(std::string name) {
 
 int bench(Args args) {
     ModelOptions options;
-    uint32_t n_prompt = 512, n_gen = 128, reps = 3;
+    uint32_t n_prompt = 512, n_gen = 128, reps = 3, kv_fill = 0;
     bool json = false;
     for (size_t i = 0; i < args.size(); ++i) {
         if (options.parse(args, i)) continue;
         if (args[i] == "-p" && i + 1 < args.size()) n_prompt = parse_count("-p", args[++i]);
         else if (args[i] == "-n" && i + 1 < args.size()) n_gen = parse_count("-n", args[++i]);
         else if (args[i] == "-r" && i + 1 < args.size()) reps = parse_count("-r", args[++i]);
+        else if (args[i] == "--kv-fill" && i + 1 < args.size()) kv_fill = parse_count("--kv-fill", args[++i]);
         else if (args[i] == "--json") json = true;
         else fail("unexpected argument '{}'; {}", args[i], fmt::format(bench_usage, ModelOptions::usage));
     }
     if (options.model_path.empty() || reps == 0 || n_prompt + n_gen == 0) fail(bench_usage, ModelOptions::usage);
-    if (!options.n_ctx) options.n_ctx = std::max(n_prompt, n_gen + 1);
+    if (!options.n_ctx) options.n_ctx = std::max(n_prompt, kv_fill + n_gen + 1);
 
     LoadedModel loaded(options);
     model::Session& session = *loaded.session;
@@ -74,6 +80,10 @@ int bench(Args args) {
         }
         if (n_gen) {
             session.truncate(0);
+            if (kv_fill) {
+                session.eval(random_tokens(std::min(kv_fill, kv_fill_prompt)));
+                session.fill_kv_repeating(kv_fill);
+            }
             const graph::GraphStats before = session.decode_stats();
             auto tokens = random_tokens(n_gen);
             auto started = Clock::now();
@@ -97,6 +107,7 @@ int bench(Args args) {
         {"weight_bytes", loaded.model->info().weight_bytes},
         {"repetitions", reps},
     };
+    if (kv_fill) out["kv_fill"] = kv_fill;
     if (n_prompt) {
         Spread pp = spread(pp_rates);
         out["pp"] = {{"n", n_prompt}, {"tok_s", pp.median}, {"min", pp.min}, {"max", pp.max}};
@@ -115,8 +126,11 @@ int bench(Args args) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
-    std::printf("device: %s (%s)\nmodel: %s, %.1f MiB of weights\n\n", caps.name.c_str(), out["driver"].get<std::string>().c_str(),
+    std::printf("device: %s (%s)\nmodel: %s, %.1f MiB of weights\n", caps.name.c_str(), out["driver"].get<std::string>().c_str(),
                 out["model"].get<std::string>().c_str(), loaded.model->info().weight_bytes / 1048576.0);
+    if (kv_fill) std::printf("decode after --kv-fill %u: a context of %u tokens, cells repeated from a %u-token prompt\n",
+                             kv_fill, kv_fill, std::min(kv_fill, kv_fill_prompt));
+    std::printf("\n");
     std::printf("| test | tokens | tok/s (median) | min | max |\n|---|---:|---:|---:|---:|\n");
     for (const char* test : {"pp", "tg"})
         if (out.contains(test))

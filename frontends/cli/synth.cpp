@@ -20,6 +20,7 @@
 #include "gguf/quants.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "synth_minimax.h"
 
 namespace vkllm::cli {
 
@@ -27,6 +28,9 @@ namespace {
 
 constexpr std::string_view usage =
     "usage: vkllm synth --arch llama --preset tiny|1b --type TYPE -o FILE [--seed S] [--vocab FILE]\n"
+    "       vkllm synth --arch minimax-m3 -o FILE [--type f32|f16|q8_0] [--seed S] [--vocab FILE] [--dense]\n"
+    "  minimax-m3: MiniMax-M3's attention and indexer dims (64 heads and 4 KV heads of 128, 4 index heads,\n"
+    "  top 16 blocks of 128), n_embd 1024, 3 layers (1 dense), 4 small experts; --dense: no indexer\n"
     "                   [--experts N --experts-used K]\n"
     "  presets: tiny (n_embd 128, 3 layers, 4 heads, 2 kv heads, n_ff 256: the shared llama fixture's shape),\n"
     "           1b (Llama-3.2-1B's shape: n_embd 2048, 16 layers, 32 heads, 8 kv heads, n_ff 8192, context 4096)\n"
@@ -264,6 +268,8 @@ int synth(Args args) {
             std::fwrite(usage.data(), 1, usage.size(), stdout);
             return 0;
         }
+    for (size_t i = 0; i + 1 < args.size(); ++i)
+        if (args[i] == "--arch" && args[i + 1] == "minimax-m3") return synth_minimax_m3(args);
     const Options options = parse_options(args);
     const Preset& preset = find_preset(options.arch, options.preset);
     const WeightType& type = find_weight_type(options.type);

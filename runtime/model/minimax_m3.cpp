@@ -13,7 +13,6 @@
 #include "model/hparams.h"
 #include "model/moe.h"
 #include "ops/attention.h"
-#include "ops/embed.h"
 #include "ops/kv_write.h"
 #include "ops/rope.h"
 #include "ops/sparse_attention.h"
@@ -210,7 +209,7 @@ public:
                        ForwardShape shape) const override {
         blocks::Builder b{g, device_, step, shape};
         auto x = g.transient("inp_embd", uint64_t(shape.n_tokens) * hp_.n_embd * f32);
-        b.add("token_embd", ops::get_rows(device_, w_.token_embd.matrix(), b.range(step.ids), b.range(x), shape.n_tokens));
+        blocks::input_embeddings(b, w_.token_embd, x);
         const graph::Region phases = g.persistent("rope_phases", w_.rope_phases.range());
         const blocks::MoeSpec moe{.routing = hp_.routing, .n_ff_exp = hp_.n_ff_exp,
                                   .n_ff_shexp = hp_.n_ff_exp * hp_.n_expert_shared, .activation = ops::Glu::SwiGluOai};

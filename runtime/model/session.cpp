@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "gpu/dispatch.h"
 
 namespace vkllm::model {
 
@@ -173,6 +174,55 @@ void Session::eval_embeddings(std::span<const float> embeddings) {
 
 void Session::truncate(uint32_t n) {
     if (n > n_past_) fail("cannot truncate {} tokens to {}", n_past_, n);
+    n_past_ = n;
+}
+
+namespace {
+
+// A cache buffer as arrays of fixed-size per-cell records (layout: ops/attention_config.h): f16 or
+// f32 rows, or q8_0 quants then scales. {offset, record bytes} of each.
+std::vector<std::pair<uint64_t, uint64_t>> cell_arrays(ops::KvType type, uint32_t n_cells, uint32_t row) {
+    if (type == ops::KvType::F16) return {{0, uint64_t(row) * 2}};
+    return {{0, row}, {uint64_t(n_cells) * row, row / ops::kv_q8_block * 2}};
+}
+
+// dst[dst_offset ..] = src[src_offset ..] for `bytes`, through however the buffer is split.
+void copy_within(gpu::Commands& commands, const gpu::Buffer& buffer, uint64_t src_offset, uint64_t dst_offset,
+                 uint64_t bytes) {
+    buffer.for_each_segment(src_offset, bytes, [&](const gpu::BufferRange& src, uint64_t src_within, uint64_t done,
+                                                   uint64_t count) {
+        buffer.for_each_segment(dst_offset + done, count, [&](const gpu::BufferRange& dst, uint64_t dst_within,
+                                                              uint64_t part, uint64_t part_bytes) {
+            commands.copy(src.sub(src_within + part, part_bytes), dst.sub(dst_within, part_bytes));
+        });
+    });
+}
+
+}  // namespace
+
+void Session::fill_kv_repeating(uint32_t n) {
+    if (n_past_ == 0 || n < n_past_ || n > n_ctx_)
+        fail("cannot fill the cache to {} tokens from {} (a prompt first, at most the context of {})", n, n_past_, n_ctx_);
+    const KvLayout layout = model_.kv_layout();
+    gpu::Commands commands(device_);
+    for (size_t il = 0; il < layers_.size(); ++il) {
+        const LayerCache& layer = layers_[il];
+        const uint32_t written = std::min(n_past_, layer.n_cells), target = std::min(n, layer.n_cells);
+        auto repeat = [&](const gpu::Buffer& buffer, uint64_t offset, uint64_t record) {
+            // Doubling: each copy reads cells the earlier ones wrote (Commands orders them).
+            for (uint32_t filled = written; filled < target;) {
+                const uint32_t count = std::min(filled, target - filled);
+                copy_within(commands, buffer, offset, offset + uint64_t(filled) * record, uint64_t(count) * record);
+                filled += count;
+            }
+        };
+        const KvLayerLayout& rows = layout.layers[il];
+        for (auto [offset, record] : cell_arrays(kv_type_, layer.n_cells, rows.k_row)) repeat(layer.k, offset, record);
+        if (!layer.v.empty())
+            for (auto [offset, record] : cell_arrays(kv_type_, layer.n_cells, rows.v_row)) repeat(layer.v, offset, record);
+        if (!layer.extra.empty()) repeat(layer.extra, 0, uint64_t(rows.extra_row) * sizeof(float));
+    }
+    commands.submit_and_wait();
     n_past_ = n;
 }
 

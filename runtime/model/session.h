@@ -56,6 +56,11 @@ public:
     uint32_t n_ctx() const { return n_ctx_; }
     // Keeps the first n tokens of the cache (multi-turn reuse); later tokens overwrite the rest.
     void truncate(uint32_t n);
+    // Makes n the past by repeating the cells written so far (eval a prompt first) up to n, with copies
+    // on the GPU: a context of n tokens for timing decode (vkllm bench --kv-fill) without prefilling
+    // it. Attention and the indexer then read n cells of real activations, but no real sequence, so
+    // the logits that follow are no model's answer to anything.
+    void fill_kv_repeating(uint32_t n);
 
     uint64_t kv_bytes() const;
     // Stats of the one-token graph every decode step replays.
