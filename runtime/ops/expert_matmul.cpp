@@ -106,7 +106,13 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
             n_tokens, n_slots, select.n_expert, select.rows, experts.cols, x_bytes, y_bytes, x.size, y.size);
     if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
         fail("matmul_id: {} tokens of {} slots exceed 2^32 elements", n_tokens, n_slots);
-    const MatmulConfig launch = config.value_or(matmul_config(caps, experts.type));
+    MatmulConfig launch = config.value_or(matmul_config(caps, experts.type));
+    if (!config) {
+        // Tiles of tokens sized to what an expert gets on average: a chunk spread over many experts
+        // would otherwise multiply mostly empty token rows.
+        const uint64_t per_expert = (entries_total + select.n_expert - 1) / select.n_expert;
+        while (launch.tile_tokens > 8 && launch.tile_tokens / 2 >= per_expert) launch.tile_tokens /= 2;
+    }
     const uint32_t invocations = launch.tile_rows / 4 * (launch.tile_tokens / 4);
     if (launch.tile_rows % 4 != 0 || launch.tile_tokens % 4 != 0 || invocations == 0 ||
         invocations > caps.max_workgroup_invocations ||
