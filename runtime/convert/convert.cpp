@@ -79,7 +79,8 @@ std::string name_from_folder(const std::filesystem::path& dir) {
     return name;
 }
 
-void write_plan(const Plan& plan, const std::filesystem::path& output, OutputType type, const Progress& progress) {
+void write_plan(const Plan& plan, const std::filesystem::path& output, OutputType type, const Progress& progress,
+                const std::function<void()>& after_tensor) {
     gguf::Writer writer = plan.metadata;
     writer.add_u32("general.file_type", file_type(type));
 
@@ -100,6 +101,7 @@ void write_plan(const Plan& plan, const std::filesystem::path& output, OutputTyp
                                      shape_string(t.ne), gguf::type_name(types[i])));
             if (t.stored_type == types[i]) sink(t.stored_data);
             else stream_tensor(t, types[i], sink);
+            if (after_tensor) after_tensor();
         });
         std::filesystem::rename(partial, output);
     } catch (...) {
@@ -118,7 +120,7 @@ void convert(const ConvertOptions& options) {
         plan.metadata.add_string("general.name", name_from_folder(options.hf_dir));
         plan.metadata.add_string("general.size_label", size_label(n_params));
         plan.metadata.add_u32("general.quantization_version", 2);
-        write_plan(plan, output, options.type, options.progress);
+        write_plan(plan, output, options.type, options.progress, [&] { source.checkpoint.release_pages(); });
     };
     if (!options.output.empty()) write(plan_model(source), options.output);
     if (!options.mmproj.empty()) write(plan_mmproj(source), options.mmproj);

@@ -27,8 +27,9 @@ struct ConvertOptions {
 void convert(const ConvertOptions& options);
 
 // Writes one planned file: the plan's keys plus general.file_type, every tensor in the type
-// tensor_type() picks.
-void write_plan(const Plan& plan, const std::filesystem::path& output, OutputType type, const Progress& progress);
+// tensor_type() picks; after_tensor (if given) runs after each tensor is written.
+void write_plan(const Plan& plan, const std::filesystem::path& output, OutputType type, const Progress& progress,
+                const std::function<void()>& after_tensor = {});
 
 // llama.cpp's general.size_label for a parameter count ("336K", "24B"; gguf-py
 // `model_weight_count_rounded_notation`), and general.name for a folder without a model card.

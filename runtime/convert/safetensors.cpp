@@ -111,6 +111,9 @@ public:
         if (mapping_) munmap(mapping_, view_.size());
     }
     std::span<const std::byte> view() const { return view_; }
+    void release() const {
+        if (mapping_) madvise(mapping_, view_.size(), MADV_DONTNEED);
+    }
 
 private:
     std::vector<std::byte> owned_;
@@ -191,6 +194,8 @@ void SafetensorsFile::parse() {
     }
 }
 
+void SafetensorsFile::release_pages() const { bytes_->release(); }
+
 Checkpoint Checkpoint::open(const std::filesystem::path& dir) {
     Checkpoint c;
     c.dir_ = dir;
@@ -208,6 +213,10 @@ Checkpoint Checkpoint::open(const std::filesystem::path& dir) {
             if (!added) fail("{}: tensor '{}' is also in {}", file.name(), t.name, it->second->file);
         }
     return c;
+}
+
+void Checkpoint::release_pages() const {
+    for (const SafetensorsFile& file : files_) file.release_pages();
 }
 
 const SafeTensor* Checkpoint::find(std::string_view name) const {

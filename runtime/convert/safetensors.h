@@ -44,6 +44,9 @@ public:
 
     const std::string& name() const { return name_; }
     const std::vector<SafeTensor>& tensors() const { return tensors_; }  // in data order
+    // Drops the mapped pages from this process (they stay in the page cache and fault back in when
+    // read again), so the resident size of a conversion stays at one tensor, not the checkpoint.
+    void release_pages() const;
 
 private:
     class Bytes;  // a read-only mmap or an owned buffer
@@ -63,6 +66,7 @@ public:
     const std::vector<SafetensorsFile>& files() const { return files_; }
     const SafeTensor* find(std::string_view name) const;
     const SafeTensor& tensor(std::string_view name) const;  // throws naming the folder and tensor
+    void release_pages() const;  // of every shard
 
 private:
     std::filesystem::path dir_;
