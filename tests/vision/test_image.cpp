@@ -1,6 +1,7 @@
 // Image decoding (errors for bad files) and mtmd's preprocessing geometry and arithmetic.
 #include <doctest/doctest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
@@ -57,6 +58,18 @@ TEST_CASE("bad images are refused with one clear error, never a crash") {
     const vision::Image image = vision::decode_image(std::as_bytes(std::span(png)), "chelsea.png");
     CHECK(image.width == 451);
     CHECK(image.height == 300);
+}
+
+TEST_CASE("JPEG decodes to RGB (testdata rocket.jpg, 640 x 427)") {
+    const std::filesystem::path path = std::filesystem::path(VKLLM_SHARED_DIR) / "testdata/images/rocket.jpg";
+    if (!std::filesystem::exists(path)) {
+        MESSAGE("../shared/testdata absent: skipping the JPEG");
+        return;
+    }
+    const vision::Image image = vision::load_image(path);
+    CHECK(image.width == 640);
+    CHECK(image.height == 427);
+    CHECK(image.rgb.size() == 640u * 427u * 3u);
 }
 
 TEST_CASE("Pixtral's target size: multiples of 28, nearest to the image, capped in tokens") {
