@@ -36,7 +36,9 @@ VKLLM_PARAMS_STRUCT(RmsNormParams) {
     uint n;       // elements per row
     uint n_rows;
     float eps;
-} VKLLM_PARAMS_END(RmsNormParams, 12);
+    uint rows_per_group;  // rmsnorm: rows come in groups of this many consecutive rows, 0: one group
+    uint group_stride;    // floats from one group's first row to the next's
+} VKLLM_PARAMS_END(RmsNormParams, 20);
 
 // add: y = a + b[i % b_n]; scale: y = x * factor; swiglu/geglu: y = act(gate) * up.
 VKLLM_PARAMS_STRUCT(ElementwiseParams) {

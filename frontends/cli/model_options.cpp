@@ -6,6 +6,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
@@ -113,6 +114,13 @@ LoadedModel::LoadedModel(const ModelOptions& options)
                      model->info().n_vocab, model->info().weight_bytes / 1048576.0, seconds, device.caps().name.c_str());
         std::fprintf(stderr, "KV cache: %u tokens, %.2f MiB (%s)\n", session->n_ctx(), session->kv_bytes() / 1048576.0,
                      options.kv_type == ops::KvType::F16 ? "f16" : "q8_0");
+        for (const model::KvLayerKind& kind : model::kv_cache_kinds(model->kv_layout(), session->n_ctx(),
+                                                                    session->n_ubatch(), options.kv_type)) {
+            const std::string what = kind.window ? fmt::format("sliding-window layers (window {})", kind.window)
+                                                 : std::string("full-context layers");
+            std::fprintf(stderr, "  %u %s: %u cells each, %.2f MiB\n", kind.n_layers, what.c_str(), kind.n_cells,
+                         kind.bytes / 1048576.0);
+        }
     }
 }
 

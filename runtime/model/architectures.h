@@ -12,6 +12,10 @@ using MakeModel = std::unique_ptr<Model> (*)(gpu::Device& device, const gguf::Fi
 
 std::unique_ptr<Model> make_llama(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                   const LoadOptions& options);
+std::unique_ptr<Model> make_gemma3(gpu::Device& device, const gguf::File& file, const std::string& arch,
+                                   const LoadOptions& options);
+// Gemma 3's KV layout from the hyperparameters alone (no weights read).
+KvLayout gemma3_kv_layout(const gguf::File& file, const std::string& arch);
 std::unique_ptr<Model> make_mistral4(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                      const LoadOptions& options);  // mistral4 and deepseek2
 

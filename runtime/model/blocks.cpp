@@ -5,6 +5,7 @@
 #include "core/error.h"
 #include "ops/attention.h"
 #include "ops/copy.h"
+#include "ops/elementwise.h"
 #include "ops/embed.h"
 #include "ops/kv_write.h"
 #include "ops/matmul.h"
@@ -18,6 +19,35 @@ namespace {
 constexpr uint64_t f32 = sizeof(float);
 
 std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
+
+// A block's output added to the residual x: project_into(x, accumulate = true), or with a post-norm
+// (Gemma 3) into a region of its own, normed, then added: x += rmsnorm(y) * post_norm.
+template <class ProjectInto>
+void residual_add(Builder& b, const std::string& norm_name, graph::Region x, const Weight* post_norm, float eps,
+                  ProjectInto project_into) {
+    if (!post_norm) return project_into(x, true);
+    const uint32_t n = b.shape.n_tokens * post_norm->cols;
+    auto y = b.graph.transient(norm_name + "_in", n * f32);
+    project_into(y, false);
+    b.graph.add(norm_name, ops::rmsnorm(b.device, b.range(y), post_norm->range(), b.range(y), post_norm->cols,
+                                        b.shape.n_tokens, eps), post_norm->bytes());
+    b.graph.add(norm_name + "_add", ops::add(b.device, b.range(x), b.range(y), b.range(x), n, n));
+}
+
+// Per-head RMSNorm of q and of k in place in each token's qkv row (Gemma 3's attn_q_norm, attn_k_norm).
+void qk_norm(Builder& b, int layer, graph::Region qkv, const AttentionWeights& weights, const ops::AttentionConfig& c,
+             float eps) {
+    const uint32_t n_tokens = b.shape.n_tokens, q_size = c.n_head * c.head_dim_k, k_size = c.n_head_kv * c.head_dim_k;
+    const uint32_t qkv_size = q_size + k_size + c.n_head_kv * c.head_dim_v;
+    const graph::Region q = qkv.sub(0, ((n_tokens - 1) * qkv_size + q_size) * f32);
+    const graph::Region k = qkv.sub(q_size * f32, ((n_tokens - 1) * qkv_size + k_size) * f32);
+    b.graph.add(layer_name(layer, "attn_q_norm"),
+                ops::rmsnorm_grouped(b.device, b.range(q), weights.q_norm->range(), b.range(q), c.head_dim_k,
+                                     n_tokens * c.n_head, eps, c.n_head, qkv_size), weights.q_norm->bytes());
+    b.graph.add(layer_name(layer, "attn_k_norm"),
+                ops::rmsnorm_grouped(b.device, b.range(k), weights.k_norm->range(), b.range(k), c.head_dim_k,
+                                     n_tokens * c.n_head_kv, eps, c.n_head_kv, qkv_size), weights.k_norm->bytes());
+}
 
 // The RMSNorm of x before a projection: for many tokens a norm pass into a new region, returned; for
 // one token none, the projection's kernels normalizing x themselves (n_embd floats per workgroup,
@@ -109,6 +139,7 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     project_normed(b, layer_name(layer, "attn_qkv"), weights.qkv, x, weights.norm, spec.rms_eps, qkv,
                    layer_name(layer, "attn_norm"));
 
+    if (weights.q_norm) qk_norm(b, layer, qkv, weights, c, spec.rms_eps);
     // Each token's row of qkv holds its q, k and v: one pass rotates q in place and writes rope(k)
     // and v into the cache.
     auto positions = b.range(b.step.positions);
@@ -140,7 +171,10 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     b.add(layer_name(layer, "attn"), decode ? ops::attention_decode(b.device, c, shape, buffers)
                                             : ops::attention_prefill(b.device, c, shape, buffers));
 
-    project(b, layer_name(layer, "attn_output"), weights.output, out, x, true);
+    residual_add(b, layer_name(layer, "post_attention_norm"), x, weights.post_norm, spec.rms_eps,
+                 [&](graph::Region y, bool accumulate) {
+                     project(b, layer_name(layer, "attn_output"), weights.output, out, y, accumulate);
+                 });
 }
 
 void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
@@ -153,7 +187,10 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
     // it loads them.
     if (n_tokens == 1) {
         const ops::MatvecInput hidden = ops::MatvecInput::glu(activation, b.range(gate_up));
-        return project_input(b, layer_name(layer, "ffn_down"), weights.down, hidden, x, true);
+        return residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
+                            [&](graph::Region y, bool accumulate) {
+                                project_input(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
+                            });
     }
     // Many tokens' rows interleave the halves: they are gathered, then paired by an activation pass.
     auto gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
@@ -165,7 +202,10 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
     auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
     b.graph.add(layer_name(layer, "ffn_act"),
                 ops::glu(b.device, activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));
-    project(b, layer_name(layer, "ffn_down"), weights.down, hidden, x, true);
+    residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
+                 [&](graph::Region y, bool accumulate) {
+                     project(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
+                 });
 }
 
 void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& output, graph::Region logits,

@@ -51,6 +51,9 @@ struct AttentionWeights {
     const Weight& norm;
     const WeightGroup& qkv;  // rows: q, k, v
     const Weight& output;
+    const Weight* q_norm = nullptr;     // per-head RMSNorm of q and of k before RoPE {head_dim} (Gemma 3)
+    const Weight* k_norm = nullptr;
+    const Weight* post_norm = nullptr;  // RMSNorm of the output before the residual add {n_embd} (Gemma 3)
 };
 
 struct AttentionSpec {
@@ -70,6 +73,7 @@ struct FeedForwardWeights {
     const Weight& norm;
     const WeightGroup& gate_up;  // rows: gate, up
     const Weight& down;
+    const Weight* post_norm = nullptr;  // RMSNorm of the output before the residual add {n_embd} (Gemma 3)
 };
 
 // x += down · act(gate · norm(x)) * (up · norm(x)).

@@ -11,12 +11,14 @@ namespace {
 constexpr std::pair<std::string_view, MakeModel> architectures[] = {
     {"llama", make_llama},
     {"mistral3", make_llama},
+    {"gemma3", make_gemma3},
     {"mistral4", make_mistral4},
     {"deepseek2", make_mistral4},
     {"minimax-m3", make_minimax_m3},
 };
 
 constexpr std::pair<std::string_view, KvLayoutFromMetadata> kv_layouts[] = {
+    {"gemma3", gemma3_kv_layout},
     {"mistral4", mistral4_kv_layout},
     {"deepseek2", mistral4_kv_layout},
 };

@@ -29,6 +29,20 @@ uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, uint32_t n_ubatc
     return total;
 }
 
+std::vector<KvLayerKind> kv_cache_kinds(const KvLayout& layout, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type) {
+    std::map<uint32_t, KvLayerKind> kinds;
+    for (const KvLayerLayout& layer : layout.layers) {
+        KvLayerKind& kind = kinds[layer.window];
+        kind.window = layer.window;
+        kind.n_layers += 1;
+        kind.n_cells = kv_layer_cells(layer, n_ctx, n_ubatch);
+        kind.bytes += kv_layer_bytes(layer, n_ctx, n_ubatch, type);
+    }
+    std::vector<KvLayerKind> list;
+    for (const auto& [window, kind] : kinds) list.push_back(kind);
+    return list;
+}
+
 uint64_t memory_budget(const gpu::Capabilities& caps) {
     if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) return uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
     uint64_t total = 0;
@@ -56,7 +70,7 @@ Session::Session(gpu::Device& device, const Model& model, SessionOptions options
         auto cache = [&](uint64_t bytes) { return bytes ? allocator.create(bytes, gpu::MemoryDomain::Device) : gpu::Buffer(); };
         layers_.push_back({cache(ops::kv_cache_bytes(kv_type_, n_cells, layer.k_row)),
                            cache(ops::kv_cache_bytes(kv_type_, n_cells, layer.v_row)),
-                           cache(uint64_t(n_cells) * layer.extra_row * sizeof(float)), n_cells});
+                           cache(uint64_t(n_cells) * layer.extra_row * sizeof(float)), n_cells, layer.window});
         if (!slots_.contains(n_cells))
             slots_.emplace(n_cells, allocator.create(n_ubatch_ * sizeof(int32_t), gpu::MemoryDomain::DeviceMapped));
     }
@@ -141,6 +155,8 @@ std::span<const float> Session::eval(std::span<const int32_t> tokens, std::vecto
              n_past_, n_ctx_);
     for (int32_t id : tokens)
         if (id < 0 || uint32_t(id) >= n_vocab_) fail("token id {} is outside the vocabulary of {}", id, n_vocab_);
+    history_.resize(n_past_, -1);
+    history_.insert(history_.end(), tokens.begin(), tokens.end());
     const uint32_t chunk = all_logits ? n_logit_rows_ : n_ubatch_;
     std::span<const float> logits;
     for (size_t done = 0; done < tokens.size(); done += chunk) {
@@ -172,9 +188,29 @@ void Session::eval_embeddings(std::span<const float> embeddings) {
     }
 }
 
+bool Session::window_keys_lost(uint32_t n) const {
+    for (const LayerCache& layer : layers_) {
+        if (layer.n_cells >= n_ctx_ || n == 0) continue;
+        // The oldest key the token at n reads sits in the cell a later position took if one was written.
+        const uint64_t oldest = n >= layer.window ? n - layer.window + 1 : 0;
+        if (oldest + layer.n_cells < written_end_) return true;
+    }
+    return false;
+}
+
 void Session::truncate(uint32_t n) {
     if (n > n_past_) fail("cannot truncate {} tokens to {}", n_past_, n);
+    written_end_ = std::max(written_end_, n_past_);
+    history_.resize(n_past_, -1);
+    history_.resize(n);
     n_past_ = n;
+    if (!window_keys_lost(n)) return;
+    if (std::ranges::find(history_, -1) != history_.end())
+        fail("cannot keep {} tokens: a sliding window must be recomputed over positions that were not tokens", n);
+    const std::vector<int32_t> kept = std::move(history_);
+    history_.clear();
+    n_past_ = written_end_ = 0;
+    eval(kept);
 }
 
 namespace {

@@ -32,6 +32,14 @@ uint32_t kv_layer_cells(const KvLayerLayout& layer, uint32_t n_ctx, uint32_t n_u
 // Bytes of one layer's caches (K, V and the extra cache) and of the whole KV cache.
 uint64_t kv_layer_bytes(const KvLayerLayout& layer, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type);
 uint64_t kv_cache_bytes(const KvLayout& layout, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type);
+
+// The KV cache by kind of layer: full-context layers first, then sliding-window layers by window.
+struct KvLayerKind {
+    uint32_t window = 0;  // 0: full context
+    uint32_t n_layers = 0, n_cells = 0;
+    uint64_t bytes = 0;  // of all n_layers
+};
+std::vector<KvLayerKind> kv_cache_kinds(const KvLayout& layout, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type);
 // Memory vkllm may plan to use on the device: its device-local heaps, or the host's RAM for a CPU
 // device (lavapipe reports a heap far smaller than what it can allocate).
 uint64_t memory_budget(const gpu::Capabilities& caps);
@@ -54,7 +62,10 @@ public:
 
     uint32_t n_past() const { return n_past_; }
     uint32_t n_ctx() const { return n_ctx_; }
-    // Keeps the first n tokens of the cache (multi-turn reuse); later tokens overwrite the rest.
+    uint32_t n_ubatch() const { return n_ubatch_; }
+    // Keeps the first n tokens of the cache (multi-turn reuse); later tokens overwrite the rest. When a
+    // sliding-window layer's circular cache no longer holds keys the next token reads, the kept tokens
+    // run again (a window's keys depend on the earlier layers' back to the start).
     void truncate(uint32_t n);
     // Makes n the past by repeating the cells written so far (eval a prompt first) up to n, with copies
     // on the GPU: a context of n tokens for timing decode (vkllm bench --kv-fill) without prefilling
@@ -80,9 +91,14 @@ private:
     gpu::Buffer ids_, positions_, logits_;
     struct LayerCache {
         gpu::Buffer k, v, extra;  // v and extra: empty when the layout has none
-        uint32_t n_cells = 0;
+        uint32_t n_cells = 0, window = 0;
     };
     std::vector<LayerCache> layers_;
+    std::vector<int32_t> history_;  // the token at each position eval ran, -1 where none (for truncate)
+    uint32_t written_end_ = 0;      // one past the highest position whose keys may sit in the cache
+
+    // Whether a circular cache lost keys in the window of a token at position n (overwritten by later ones).
+    bool window_keys_lost(uint32_t n) const;
     std::map<uint32_t, gpu::Buffer> slots_;  // int32 [n_ubatch] per distinct cell count: position mod n_cells
     gpu::Buffer embeddings_;  // f32 [n_ubatch][n_embd] for eval_embeddings, created on first use
     // By (tokens, all logits, embeddings in place of token ids).

@@ -12,6 +12,12 @@ namespace vkllm::ops {
 gpu::Dispatch rmsnorm(gpu::Device& device, const gpu::BufferRange& x, std::optional<gpu::BufferRange> weight,
                       const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps);
 
+// The same over n_rows rows of n in groups of rows_per_group consecutive rows, the groups group_stride
+// floats apart: per-head norms of q or k in place in each token's fused QKV row.
+gpu::Dispatch rmsnorm_grouped(gpu::Device& device, const gpu::BufferRange& x, std::optional<gpu::BufferRange> weight,
+                              const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps,
+                              uint32_t rows_per_group, uint32_t group_stride);
+
 // Invocations for one workgroup per row of n floats: enough for a vec4 each up to 256, at least 64
 // so that whole subgroups of every device fill it.
 uint32_t row_workgroup_size(uint32_t n);

@@ -36,6 +36,22 @@ TEST_CASE("rmsnorm: whole rows and per-head rows, with and without a weight, in 
     }
 }
 
+TEST_CASE("rmsnorm of per-head rows in groups: q heads in place in fused QKV rows, others untouched") {
+    const uint32_t head_dim = 36, n_head = 3, n_tokens = 5, row = (n_head + 2) * head_dim;  // q, k, v heads
+    const uint64_t seed = test::base_seed() + 150;
+    const std::vector<float> x = test::random_floats(size_t(n_tokens) * row, seed, -3.0f, 2.0f);
+    const std::vector<float> w = test::random_floats(head_dim, seed + 1, 0.5f, 1.5f);
+    gpu::Buffer x_buffer = test::upload(x), w_buffer = test::upload(w);
+    test::run(ops::rmsnorm_grouped(test::device(), x_buffer.range(), w_buffer.range(), x_buffer.range(), head_dim,
+                                   n_tokens * n_head, 1e-6f, n_head, row));
+    std::vector<float> want = x;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+        const std::span<const float> q(&x[size_t(t) * row], n_head * head_dim);
+        ref::rmsnorm(q, w, head_dim, 1e-6f, std::span(&want[size_t(t) * row], n_head * head_dim));
+    }
+    test::check_close(test::download(x_buffer, x.size()), want, test::f32_tolerance, seed, "rmsnorm grouped");
+}
+
 TEST_CASE("softmax: rows from a few experts to a vocabulary, scaled") {
     struct Case {
         uint32_t n, rows;
