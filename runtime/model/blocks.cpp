@@ -184,21 +184,25 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
     project_normed(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, x, weights.norm, rms_eps, gate_up,
                    layer_name(layer, "ffn_norm"));
     // One token's gate and up halves are contiguous: the down projection applies the activation as
-    // it loads them.
-    if (n_tokens == 1) {
+    // it loads them, where recomputing it per row team is cheaper than a pass.
+    if (n_tokens == 1 && ops::glu_input_pays(b.device.caps(), weights.down.matrix())) {
         const ops::MatvecInput hidden = ops::MatvecInput::glu(activation, b.range(gate_up));
         return residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
                             [&](graph::Region y, bool accumulate) {
                                 project_input(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
                             });
     }
-    // Many tokens' rows interleave the halves: they are gathered, then paired by an activation pass.
-    auto gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
-    auto up = b.graph.transient(layer_name(layer, "ffn_up_out"), n_tokens * n_ff * f32);
-    b.graph.add(layer_name(layer, "ffn_gate_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0},
-                                                                     b.range(gate), {n_ff, 0}, n_tokens, n_ff));
-    b.graph.add(layer_name(layer, "ffn_up_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff},
-                                                                   b.range(up), {n_ff, 0}, n_tokens, n_ff));
+    // Otherwise an activation pass pairs them; many tokens' rows interleave the halves, so those are
+    // gathered first.
+    graph::Region gate = gate_up.sub(0, n_ff * f32), up = gate_up.sub(n_ff * f32, n_ff * f32);
+    if (n_tokens > 1) {
+        gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
+        up = b.graph.transient(layer_name(layer, "ffn_up_out"), n_tokens * n_ff * f32);
+        b.graph.add(layer_name(layer, "ffn_gate_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0},
+                                                                         b.range(gate), {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(layer_name(layer, "ffn_up_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff},
+                                                                       b.range(up), {n_ff, 0}, n_tokens, n_ff));
+    }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
     b.graph.add(layer_name(layer, "ffn_act"),
                 ops::glu(b.device, activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));

@@ -127,6 +127,18 @@ MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, u
     return fit_row_length(config, caps, cols);
 }
 
+bool glu_input_pays(const gpu::Capabilities& caps, const WeightMatrix& weights) {
+    if (caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return true;
+    // lavapipe: a dispatch costs ~55 us (../shared/docs/lavapipe.md), an activation step of one
+    // subgroup roughly 10 ns, and each workgroup takes cols / threads_per_row steps (the 1B llama's
+    // ffn_down: 64 x 8192, about 2.6 ms on 2 cores, where stories260K's is 2 x 172).
+    constexpr uint64_t steps_per_dispatch = 8192;
+    const MatvecConfig config = matvec_config(caps, weights.type, weights.cols);
+    const uint64_t rows_per_group = config.workgroup_size / config.threads_per_row * config.rows_per_team;
+    const uint64_t groups = (weights.rows + rows_per_group - 1) / rows_per_group;
+    return groups * (weights.cols / config.threads_per_row) <= steps_per_dispatch;
+}
+
 std::string matvec_pipeline_name(gguf::GgmlType type, bool float16) {
     return weight_pipeline_name("matvec", type, float16);
 }

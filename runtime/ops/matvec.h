@@ -95,4 +95,9 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
                                   const gpu::BufferRange& y, bool accumulate,
                                   std::optional<MatvecConfig> config = std::nullopt);
 
+// Whether a GLU input, whose activations every row team recomputes, costs less than the activation
+// pass it saves: on GPUs always; on CPU devices, where each lane recomputes all `cols` of them, only
+// while that stays near one dispatch's fixed cost (tiny models).
+bool glu_input_pays(const gpu::Capabilities& caps, const WeightMatrix& weights);
+
 }  // namespace vkllm::ops
