@@ -4,6 +4,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <exception>
+#include <thread>
 
 #include "convert/architectures.h"
 #include "core/error.h"
@@ -35,7 +37,37 @@ std::string shape_string(const std::vector<uint64_t>& ne) {
     return text;
 }
 
-// Produces tensor t's rows chunk by chunk, encodes them as `type` and hands the bytes on.
+// Produces rows [first, first + count) of t and encodes them as `type` into out, on all cores:
+// each thread takes a contiguous run of rows (row sources only read the mapping).
+void encode_rows(const PlannedTensor& t, gguf::GgmlType type, uint64_t first, uint64_t count, std::span<float> values,
+                 std::span<std::byte> out) {
+    const uint64_t row = t.ne[0], row_bytes = gguf::row_bytes(type, row);
+    const uint64_t n_threads = std::clamp<uint64_t>(std::thread::hardware_concurrency(), 1, count);
+    const uint64_t per_thread = (count + n_threads - 1) / n_threads;
+    std::vector<std::exception_ptr> errors(n_threads);
+    std::vector<std::thread> threads;
+    for (uint64_t i = 0; i < n_threads; ++i) {
+        const uint64_t begin = std::min(count, i * per_thread), n = std::min(count, begin + per_thread) - begin;
+        threads.emplace_back([&, i, begin, n] {
+            try {
+                const std::span<float> part = values.subspan(begin * row, n * row);
+                t.rows(first + begin, part);
+                if (gguf::block_size(type) > 1)  // the quantizers need finite inputs
+                    for (float v : part)
+                        if (!std::isfinite(v))
+                            fail("tensor '{}': a value in rows {} to {} is not finite", t.name, first, first + count);
+                gguf::quantize(type, part, out.subspan(begin * row_bytes, n * row_bytes));
+            } catch (...) {
+                errors[i] = std::current_exception();
+            }
+        });
+    }
+    for (std::thread& thread : threads) thread.join();
+    for (const std::exception_ptr& error : errors)
+        if (error) std::rethrow_exception(error);
+}
+
+// Produces tensor t chunk by chunk, encodes it as `type` and hands the bytes on.
 void stream_tensor(const PlannedTensor& t, gguf::GgmlType type, const gguf::Writer::TensorSink& sink) {
     const uint64_t row = t.ne[0], n_rows = t.n_rows();
     const uint64_t rows_per_chunk = std::max<uint64_t>(1, chunk_values / row);
@@ -44,12 +76,8 @@ void stream_tensor(const PlannedTensor& t, gguf::GgmlType type, const gguf::Writ
     for (uint64_t first = 0; first < n_rows; first += rows_per_chunk) {
         const uint64_t count = std::min(rows_per_chunk, n_rows - first);
         values.resize(count * row);
-        t.rows(first, values);
-        if (gguf::block_size(type) > 1)  // the quantizers need finite inputs
-            for (float v : values)
-                if (!std::isfinite(v)) fail("tensor '{}': a value in rows {} to {} is not finite", t.name, first, first + count);
         encoded.resize(gguf::row_bytes(type, row) * count);
-        gguf::quantize(type, values, encoded);
+        encode_rows(t, type, first, count, values, encoded);
         sink(encoded);
     }
 }
