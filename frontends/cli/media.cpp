@@ -53,6 +53,16 @@ vision::PromptRun LoadedMedia::evaluate(LoadedModel& loaded, std::string_view pr
     return vision::run_prompt(*loaded.session, *encoder, chunks, images);
 }
 
+std::vector<int32_t> prefill_with_media(LoadedModel& loaded, const MediaOptions& options, std::string_view prompt,
+                                        std::vector<float>& logits) {
+    LoadedMedia media(loaded, options);
+    vision::PromptRun run = media.evaluate(loaded, prompt);
+    const uint32_t n_vocab = loaded.model->info().n_vocab;
+    if (run.text_logits.size() < n_vocab) fail("a prompt with images must end in text: the model has no logits to continue from");
+    logits.assign(run.text_logits.end() - n_vocab, run.text_logits.end());
+    return run.text_tokens;
+}
+
 int eval_with_media(Args args) {
     ModelOptions options;
     MediaOptions media;

@@ -33,6 +33,11 @@ struct LoadedMedia {
     vision::PromptRun evaluate(LoadedModel& loaded, std::string_view prompt);
 };
 
+// The prompt of `vkllm run` with its images: evaluated, the text tokens returned (a sampler's
+// history) and the logits after the last position in `logits`.
+std::vector<int32_t> prefill_with_media(LoadedModel& loaded, const MediaOptions& options, std::string_view prompt,
+                                        std::vector<float>& logits);
+
 // vkllm eval with --mmproj: the text and image positions of a prompt (eval.cpp hands it over).
 int eval_with_media(Args args);
 

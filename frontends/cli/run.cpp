@@ -4,12 +4,13 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "media.h"
 #include "model_options.h"
 
 namespace vkllm::cli {
 namespace {
 
-constexpr const char* run_usage = "usage: vkllm run {} -p PROMPT [-n N] {}";
+constexpr const char* run_usage = "usage: vkllm run {} -p PROMPT [-n N] {} [--mmproj MMPROJ --image FILE...]";
 
 using Clock = std::chrono::steady_clock;
 
@@ -25,10 +26,11 @@ void print(const std::string& text) {
 int run(Args args) {
     ModelOptions options;
     SamplingOptions sampling;
+    MediaOptions media;
     std::string prompt;
     uint32_t n_predict = 128;
     for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i) || sampling.parse(args, i)) continue;
+        if (options.parse(args, i) || sampling.parse(args, i) || media.parse(args, i)) continue;
         if ((args[i] == "-p" || args[i] == "--prompt") && i + 1 < args.size()) prompt = args[++i];
         else if (args[i] == "-n" && i + 1 < args.size()) n_predict = parse_count("-n", args[++i]);
         else fail("unexpected argument '{}'; {}", args[i], fmt::format(run_usage, ModelOptions::usage, SamplingOptions::usage));
@@ -38,18 +40,21 @@ int run(Args args) {
     LoadedModel loaded(options);
     const tokenizer::Tokenizer& tok = loaded.tokenizer;
     model::Session& session = *loaded.session;
-    std::vector<tokenizer::TokenId> tokens = tok.tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
+    // With images the prompt's length is known once they are encoded: the session checks the context.
+    std::vector<float> media_logits;
+    auto started = Clock::now();
+    std::vector<tokenizer::TokenId> tokens = media.active() ? prefill_with_media(loaded, media, prompt, media_logits)
+                                                            : tok.tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
     if (tokens.empty()) fail("the prompt is empty and the vocabulary adds no BOS token; give a prompt with -p");
-    if (tokens.size() + n_predict > session.n_ctx())
+    if (std::max<size_t>(tokens.size(), session.n_past()) + n_predict > session.n_ctx())
         fail("the prompt ({} tokens) and {} tokens to generate exceed the context of {} tokens (raise it with -c)",
-             tokens.size(), n_predict, session.n_ctx());
+             std::max<size_t>(tokens.size(), session.n_past()), n_predict, session.n_ctx());
 
     sampling::Sampler sampler(sampling.params);
     for (tokenizer::TokenId id : tokens) sampler.accept(id);
     print(prompt);
 
-    auto started = Clock::now();
-    std::span<const float> logits = session.eval(tokens);
+    std::span<const float> logits = media.active() ? std::span<const float>(media_logits) : session.eval(tokens);
     double prompt_seconds = seconds_since(started);
 
     // SPM vocabularies drop the leading space of the first piece of a text (llama.cpp detokenize).
