@@ -1,5 +1,7 @@
 #include "vision/clip.h"
 
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
