@@ -259,7 +259,9 @@ void Session::fill_kv_repeating(uint32_t n) {
         if (!layer.extra.empty()) repeat(layer.extra, 0, uint64_t(rows.extra_row) * sizeof(float));
     }
     commands.submit_and_wait();
+    history_.resize(n, -1);
     n_past_ = n;
+    written_end_ = std::max(written_end_, n);
 }
 
 }  // namespace vkllm::model
