@@ -53,13 +53,16 @@ vision::PromptRun LoadedMedia::evaluate(LoadedModel& loaded, std::string_view pr
     return vision::run_prompt(*loaded.session, *encoder, chunks, images);
 }
 
+std::vector<float> logits_to_continue(const vision::PromptRun& run, uint32_t n_vocab) {
+    if (run.text_logits.size() < n_vocab) fail("a prompt with images must end in text: the model has no logits to continue from");
+    return {run.text_logits.end() - n_vocab, run.text_logits.end()};
+}
+
 std::vector<int32_t> prefill_with_media(LoadedModel& loaded, const MediaOptions& options, std::string_view prompt,
                                         std::vector<float>& logits) {
     LoadedMedia media(loaded, options);
     vision::PromptRun run = media.evaluate(loaded, prompt);
-    const uint32_t n_vocab = loaded.model->info().n_vocab;
-    if (run.text_logits.size() < n_vocab) fail("a prompt with images must end in text: the model has no logits to continue from");
-    logits.assign(run.text_logits.end() - n_vocab, run.text_logits.end());
+    logits = logits_to_continue(run, loaded.model->info().n_vocab);
     return run.text_tokens;
 }
 

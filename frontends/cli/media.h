@@ -33,6 +33,9 @@ struct LoadedMedia {
     vision::PromptRun evaluate(LoadedModel& loaded, std::string_view prompt);
 };
 
+// The logits after a run's last position; throws when the prompt ended in an image (no text logits).
+std::vector<float> logits_to_continue(const vision::PromptRun& run, uint32_t n_vocab);
+
 // The prompt of `vkllm run` with its images: evaluated, the text tokens returned (a sampler's
 // history) and the logits after the last position in `logits`.
 std::vector<int32_t> prefill_with_media(LoadedModel& loaded, const MediaOptions& options, std::string_view prompt,

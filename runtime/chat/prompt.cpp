@@ -53,11 +53,15 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, bool ad
     return jinja_->render(variables, today);
 }
 
-std::vector<tokenizer::TokenId> prompt_tokens(const tokenizer::Tokenizer& tokenizer, std::string_view rendered) {
+std::string_view without_template_bos(const tokenizer::Tokenizer& tokenizer, std::string_view rendered) {
     const tokenizer::Vocab& vocab = tokenizer.vocab();
     if (vocab.add_bos && vocab.has(vocab.bos) && rendered.starts_with(vocab.tokens[size_t(vocab.bos)]))
         rendered.remove_prefix(vocab.tokens[size_t(vocab.bos)].size());
-    return tokenizer.tokenize(rendered, true, true);
+    return rendered;
+}
+
+std::vector<tokenizer::TokenId> prompt_tokens(const tokenizer::Tokenizer& tokenizer, std::string_view rendered) {
+    return tokenizer.tokenize(without_template_bos(tokenizer, rendered), true, true);
 }
 
 }  // namespace vkllm::chat

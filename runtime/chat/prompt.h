@@ -35,6 +35,10 @@ private:
     std::string bos_token_, eos_token_;
 };
 
+// A rendered prompt without the BOS text a template printed, where tokenizing adds BOS itself (the
+// vocabulary asks for it): tokenized as is, it would start with two.
+std::string_view without_template_bos(const tokenizer::Tokenizer& tokenizer, std::string_view rendered);
+
 // Token ids of a rendered prompt: control tokens in the text are parsed, and BOS is added as the
 // vocabulary asks unless the text already starts with it (templates that print bos_token).
 std::vector<tokenizer::TokenId> prompt_tokens(const tokenizer::Tokenizer& tokenizer, std::string_view rendered);

@@ -91,6 +91,34 @@ TEST_CASE("chat answers each line through the chat template and reuses the cache
     for (auto& path : {chat_template, input, stats}) std::filesystem::remove(path);
 }
 
+TEST_CASE("chat with an image answers as run does on the same prompt, and takes a second turn") {
+    auto fixture = shared / "fixtures/vision/pixtral_vis";
+    if (!std::filesystem::exists(fixture / "model.gguf")) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    auto directory = std::filesystem::temp_directory_path();
+    auto chat_template = directory / "vkllm-chat-media-template.jinja", input = directory / "vkllm-chat-media-input.txt";
+    std::ofstream(chat_template) << "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
+    std::ofstream(input) << "Once upon a time there was a little cat.\nThe cat\n";
+    const std::string model_and_image = "-m " + (fixture / "model.gguf").string() + " --mmproj " +
+                                        (fixture / "mmproj.gguf").string() + " --image " + (fixture / "chelsea.png").string();
+    // The image goes before the first turn's text, as if the prompt began with the media marker.
+    auto chat = run_cli("chat " + model_and_image + " -n 8 --temp 0 --chat-template-file " + chat_template.string(), "",
+                        input.string());
+    auto run = run_cli("run " + model_and_image + " -n 8 --temp 0 -p \"<__media__>Once upon a time there was a little cat.\"");
+    REQUIRE(chat.exit_code == 0);
+    REQUIRE(run.exit_code == 0);
+    // run echoes its prompt, then the generated text and a newline; chat prints each reply and a newline.
+    const std::string prompt = "<__media__>Once upon a time there was a little cat.";
+    REQUIRE(run.out.starts_with(prompt));
+    const std::string generated = run.out.substr(prompt.size(), run.out.size() - prompt.size() - 1);
+    CHECK(!generated.empty());
+    CHECK(chat.out.starts_with(generated + "\n"));
+    CHECK(chat.out.size() >= generated.size() + 2);  // the second turn's reply follows
+    for (auto& path : {chat_template, input}) std::filesystem::remove(path);
+}
+
 TEST_CASE("an 8-bit KV cache runs and still tells the story's start") {
     auto model = shared / "testdata/models/stories260K.gguf";
     if (!std::filesystem::exists(model)) {
