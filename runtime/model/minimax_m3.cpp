@@ -51,13 +51,7 @@ struct LayerWeights {
     // dense leading layers
     WeightGroup ffn_gate_up;         // ffn_gate and ffn_up {n_embd, n_ff}
     std::optional<Weight> ffn_down;  // {n_ff, n_embd}
-    // mixture-of-experts layers
-    std::optional<Weight> ffn_gate_inp;               // {n_embd, n_expert}
-    std::optional<Weight> exp_probs_b;                // {n_expert}
-    std::optional<Weight> ffn_gate_exps, ffn_up_exps;  // {n_embd, n_ff_exp, n_expert}
-    std::optional<Weight> ffn_down_exps;              // {n_ff_exp, n_embd, n_expert}
-    WeightGroup ffn_gate_up_shexp;                    // ffn_gate_shexp and ffn_up_shexp {n_embd, n_ff_exp*n_expert_shared}
-    std::optional<Weight> ffn_down_shexp;             // {n_ff_exp*n_expert_shared, n_embd}
+    std::optional<blocks::ExpertLayerWeights> experts;  // mixture-of-experts layers
 };
 
 struct Weights {
@@ -130,7 +124,7 @@ void load_attention(WeightLoader& loader, const Hparams& hp, uint32_t il, LayerW
 
 void load_feed_forward(WeightLoader& loader, const Hparams& hp, uint32_t il, LayerWeights& l) {
     auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
-    const uint64_t n_embd = hp.n_embd, n_expert = hp.routing.n_expert, n_ff_exp = hp.n_ff_exp;
+    const uint64_t n_embd = hp.n_embd;
     l.ffn_norm = loader.load(name("ffn_norm"), {n_embd});
     if (il < hp.n_layer_dense_lead) {
         const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate"), hp.n_ff}, {name("ffn_up"), hp.n_ff}};
@@ -138,18 +132,8 @@ void load_feed_forward(WeightLoader& loader, const Hparams& hp, uint32_t il, Lay
         l.ffn_down = loader.load(name("ffn_down"), {hp.n_ff, n_embd});
         return;
     }
-    l.ffn_gate_inp = loader.load(name("ffn_gate_inp"), {n_embd, n_expert});
-    l.exp_probs_b = loader.load(fmt::format("blk.{}.exp_probs_b.bias", il), {n_expert});
-    l.ffn_gate_exps = loader.load(name("ffn_gate_exps"), {n_embd, n_ff_exp, n_expert});
-    l.ffn_up_exps = loader.load(name("ffn_up_exps"), {n_embd, n_ff_exp, n_expert});
-    l.ffn_down_exps = loader.load(name("ffn_down_exps"), {n_ff_exp, n_embd, n_expert});
-    if (hp.n_expert_shared) {
-        const uint32_t n_ff_shexp = hp.n_ff_exp * hp.n_expert_shared;
-        const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate_shexp"), n_ff_shexp},
-                                                            {name("ffn_up_shexp"), n_ff_shexp}};
-        l.ffn_gate_up_shexp = loader.load_group(gate_up, hp.n_embd);
-        l.ffn_down_shexp = loader.load(name("ffn_down_shexp"), {n_ff_shexp, n_embd});
-    }
+    l.experts = blocks::load_expert_layer(loader, il, hp.n_embd, hp.routing.n_expert, hp.n_ff_exp,
+                                          hp.n_ff_exp * hp.n_expert_shared, blocks::SelectionBias::Required);
 }
 
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
@@ -170,16 +154,6 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
     transfer.flush();
     loader.finish();
     return w;
-}
-
-blocks::MoeWeights moe_weights(const LayerWeights& l) {
-    return {.gate_inp = *l.ffn_gate_inp,
-            .exp_probs_b = &*l.exp_probs_b,
-            .gate_exps = &*l.ffn_gate_exps,
-            .up_exps = &*l.ffn_up_exps,
-            .down_exps = *l.ffn_down_exps,
-            .gate_up_shexp = l.ffn_down_shexp ? &l.ffn_gate_up_shexp : nullptr,
-            .down_shexp = l.ffn_down_shexp ? &*l.ffn_down_shexp : nullptr};
 }
 
 std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
@@ -225,7 +199,7 @@ public:
             }
             auto normed = g.transient(layer_name(int(il), "ffn_norm_out"), uint64_t(shape.n_tokens) * hp_.n_embd * f32);
             blocks::rms_norm(b, layer_name(int(il), "ffn_norm"), x, l.ffn_norm, normed, hp_.n_embd, hp_.rms_eps);
-            blocks::ffn_moe(b, int(il), normed, x, moe_weights(l), moe);
+            blocks::ffn_moe(b, int(il), normed, x, l.experts->weights(), moe);
         }
         blocks::output_head(b, x, w_.output_norm, w_.output, logits, hp_.rms_eps);
     }

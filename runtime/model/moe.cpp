@@ -192,4 +192,41 @@ void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const
                                  shared ? b.range(*shared) : gpu::BufferRange{}, b.range(x), n_embd, n_used, n_tokens));
 }
 
+MoeWeights ExpertLayerWeights::weights() const {
+    auto pointer = [](const auto& weight) { return weight ? &*weight : nullptr; };
+    return {.gate_inp = ffn_gate_inp,
+            .exp_probs_b = pointer(exp_probs_b),
+            .gate_up_exps = pointer(ffn_gate_up_exps),
+            .gate_exps = pointer(ffn_gate_exps),
+            .up_exps = pointer(ffn_up_exps),
+            .down_exps = ffn_down_exps,
+            .gate_up_shexp = pointer(ffn_gate_up_shexp),
+            .down_shexp = pointer(ffn_down_shexp)};
+}
+
+ExpertLayerWeights load_expert_layer(WeightLoader& loader, uint32_t il, uint32_t n_embd, uint32_t n_expert,
+                                     uint32_t n_ff_exp, uint32_t n_ff_shexp, SelectionBias bias) {
+    auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
+    const std::string bias_name = fmt::format("blk.{}.exp_probs_b.bias", il);
+    ExpertLayerWeights l{
+        .ffn_gate_inp = loader.load(name("ffn_gate_inp"), {n_embd, n_expert}),
+        .exp_probs_b = bias == SelectionBias::Required ? loader.load(bias_name, {n_expert})
+                                                       : loader.load_optional(bias_name, {n_expert}),
+    };
+    if (loader.has(name("ffn_gate_up_exps"))) {
+        l.ffn_gate_up_exps = loader.load(name("ffn_gate_up_exps"), {n_embd, 2ull * n_ff_exp, n_expert});
+    } else {
+        l.ffn_gate_exps = loader.load(name("ffn_gate_exps"), {n_embd, n_ff_exp, n_expert});
+        l.ffn_up_exps = loader.load(name("ffn_up_exps"), {n_embd, n_ff_exp, n_expert});
+    }
+    l.ffn_down_exps = loader.load(name("ffn_down_exps"), {n_ff_exp, n_embd, n_expert});
+    if (n_ff_shexp) {
+        const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate_shexp"), n_ff_shexp},
+                                                            {name("ffn_up_shexp"), n_ff_shexp}};
+        l.ffn_gate_up_shexp = loader.load_group(gate_up, n_embd);
+        l.ffn_down_shexp = loader.load(name("ffn_down_shexp"), {n_ff_shexp, n_embd});
+    }
+    return l;
+}
+
 }  // namespace vkllm::model::blocks

@@ -4,6 +4,7 @@
 // nothing is read back: one token reads only its selected experts' rows (matvec_id), and a chunk of
 // tokens is grouped by expert so each expert's weights are read once per chunk (matmul_id).
 #include <cstdint>
+#include <optional>
 
 #include "model/blocks.h"
 #include "model/weights.h"
@@ -26,6 +27,26 @@ struct MoeWeights {
     const WeightGroup* gate_up_shexp = nullptr;  // ffn_gate_shexp, ffn_up_shexp {n_embd, n_ff_shexp}; null: none
     const Weight* down_shexp = nullptr;         // ffn_down_shexp {n_ff_shexp, n_embd}
 };
+
+// One layer's MoE tensors as loaded, owned by an architecture's layer; weights() lends them to ffn_moe.
+struct ExpertLayerWeights {
+    Weight ffn_gate_inp;                     // {n_embd, n_expert}
+    std::optional<Weight> exp_probs_b;       // {n_expert}
+    std::optional<Weight> ffn_gate_up_exps;  // {n_embd, 2*n_ff_exp, n_expert}, or the two below
+    std::optional<Weight> ffn_gate_exps, ffn_up_exps;  // {n_embd, n_ff_exp, n_expert}
+    Weight ffn_down_exps;                    // {n_ff_exp, n_embd, n_expert}
+    std::optional<WeightGroup> ffn_gate_up_shexp;  // ffn_gate_shexp and ffn_up_shexp {n_embd, n_ff_shexp}
+    std::optional<Weight> ffn_down_shexp;          // {n_ff_shexp, n_embd}
+
+    MoeWeights weights() const;
+};
+
+enum class SelectionBias { Optional, Required };
+
+// Loads layer il's router, selection bias (blk.N.exp_probs_b.bias), experts (fused gate_up or
+// separate gate and up stacks) and, with n_ff_shexp > 0, the shared expert.
+ExpertLayerWeights load_expert_layer(WeightLoader& loader, uint32_t il, uint32_t n_embd, uint32_t n_expert,
+                                     uint32_t n_ff_exp, uint32_t n_ff_shexp, SelectionBias bias);
 
 struct MoeSpec {
     ops::MoeRouting routing;  // n_expert, n_expert_used, scoring, groups, normalisation, routed scale
