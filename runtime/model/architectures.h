@@ -3,9 +3,13 @@
 #include <memory>
 #include <string>
 
+#include "model/hparams.h"
 #include "model/model.h"
 
 namespace vkllm::model {
+
+// What every architecture reports of itself: names, sizes and the file's weight bytes.
+ModelInfo model_info(const gguf::File& file, const std::string& arch, const BaseHparams& hp);
 
 using MakeModel = std::unique_ptr<Model> (*)(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                              const LoadOptions& options);

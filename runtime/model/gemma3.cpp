@@ -123,8 +123,7 @@ class Gemma3 final : public Model {
 public:
     Gemma3(gpu::Device& device, const gguf::File& file, const LoadOptions& options)
         : device_(device), hp_(read_hparams(file)) {
-        info_ = {"gemma3", std::string(file.get_string("general.name").value_or(file.name())), hp_.n_vocab,
-                 hp_.n_ctx_train, hp_.n_embd, hp_.n_layer, weight_bytes(file)};
+        info_ = model_info(file, "gemma3", hp_);
         if (options.before_upload) options.before_upload(info_, kv_layout());
         w_ = load_weights(device, file, hp_, options);
     }

@@ -38,6 +38,11 @@ uint64_t weight_bytes(const gguf::File& file) {
     return total;
 }
 
+ModelInfo model_info(const gguf::File& file, const std::string& arch, const BaseHparams& hp) {
+    return {arch, std::string(file.get_string("general.name").value_or(file.name())), hp.n_vocab, hp.n_ctx_train,
+            hp.n_embd, hp.n_layer, weight_bytes(file)};
+}
+
 std::unique_ptr<Model> load_model(gpu::Device& device, const gguf::File& file, const LoadOptions& options) {
     auto arch = file.get_string("general.architecture");
     if (!arch) fail("{}: 'general.architecture' is missing; is this a model file?", file.name());
