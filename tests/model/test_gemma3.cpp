@@ -9,6 +9,7 @@
 #include "fixture_check.h"
 #include "gguf/writer.h"
 #include "gpu_fixture.h"
+#include "session_check.h"
 #include "model/architectures.h"
 #include "model/session.h"
 
@@ -19,26 +20,7 @@ namespace {
 constexpr size_t n_vocab = 512;
 constexpr uint32_t window = 16;  // the fixtures' attention.sliding_window
 
-std::vector<float> all_logits(const model::Model& model, std::span<const int32_t> tokens, uint32_t n_ubatch) {
-    model::Session session(test::device(), model, {.n_ctx = uint32_t(tokens.size()), .n_ubatch = n_ubatch});
-    std::vector<float> logits;
-    session.eval(tokens, &logits);
-    return logits;
-}
 
-// Two vkllm runs that should agree: every row within `tolerance` relative RMS, the same argmax.
-void check_runs_agree(const std::vector<float>& a, const std::vector<float>& b, double tolerance = 1e-4) {
-    REQUIRE(a.size() == b.size());
-    double worst = 0;
-    for (size_t row = 0; row < a.size() / n_vocab; ++row) {
-        std::span<const float> x(a.data() + row * n_vocab, n_vocab), y(b.data() + row * n_vocab, n_vocab);
-        CAPTURE(row);
-        worst = std::max(worst, test::relative_error(x, y));
-        CHECK(test::relative_error(x, y) <= tolerance);
-        CHECK(std::max_element(x.begin(), x.end()) - x.begin() == std::max_element(y.begin(), y.end()) - y.begin());
-    }
-    MESSAGE("worst relative RMS over " << a.size() / n_vocab << " rows: " << worst);
-}
 
 }  // namespace
 
@@ -58,7 +40,7 @@ TEST_CASE("gemma3 fixtures match llama.cpp's logits with circular window caches"
         const std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
         REQUIRE(model::kv_layer_cells(model->kv_layout().layers[0], uint32_t(tokens.size()), 32) == window + 31);
         std::string detail;
-        const std::vector<float> logits = all_logits(*model, tokens, 32);
+        const std::vector<float> logits = test::session_logits(*model, tokens, 32);
         const bool passed = test::meets_fixture_criteria(logits, dir, n_vocab, quantized, detail);
         INFO(detail);
         MESSAGE(name << ": " << detail);
@@ -77,12 +59,12 @@ TEST_CASE("gemma3: one chunk, chunks smaller and larger than the window, and tru
     gguf::File file = gguf::File::open(dir / "model.gguf");
     auto model = model::load_model(test::device(), file);
     const std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
-    const std::vector<float> one_chunk = all_logits(*model, tokens, 256);  // a full cache: 160 cells
-    check_runs_agree(one_chunk, all_logits(*model, tokens, 8));    // 23 cells
-    check_runs_agree(one_chunk, all_logits(*model, tokens, 64));   // 79 cells, chunks of 4 windows
+    const std::vector<float> one_chunk = test::session_logits(*model, tokens, 256);  // a full cache: 160 cells
+    test::check_runs_agree(one_chunk, test::session_logits(*model, tokens, 8), n_vocab, 1e-4);    // 23 cells
+    test::check_runs_agree(one_chunk, test::session_logits(*model, tokens, 64), n_vocab, 1e-4);   // 79 cells, chunks of 4 windows
     // One token at a time every projection is a matvec and attention the decode kernel, whose sums
     // round differently (4.5e-5 before the first wrap, growing through the f16 cache to ~1.5e-4).
-    check_runs_agree(one_chunk, all_logits(*model, tokens, 1), 3e-4);  // 16 cells
+    test::check_runs_agree(one_chunk, test::session_logits(*model, tokens, 1), n_vocab, 3e-4);  // 16 cells
 
     // Run everything in chunks of 8, go back to a point older than the window (its keys were
     // overwritten) or within one chunk of the end (still held), and continue: as a fresh run does.
@@ -98,7 +80,8 @@ TEST_CASE("gemma3: one chunk, chunks smaller and larger than the window, and tru
         for (int32_t token : std::span(tokens).subspan(keep + prefill, 2))
             session.eval(std::span(&token, 1), &continued);
         const size_t rows = prefill + 2;
-        check_runs_agree(continued, {one_chunk.begin() + keep * n_vocab, one_chunk.begin() + (keep + rows) * n_vocab});
+        test::check_runs_agree(continued, {one_chunk.begin() + keep * n_vocab, one_chunk.begin() + (keep + rows) * n_vocab},
+                               n_vocab, 1e-4);
     }
     unsetenv("VKLLM_DISABLE_F16");
 }

@@ -5,6 +5,7 @@
 #include "fixture_check.h"
 #include "gguf/writer.h"
 #include "gpu_fixture.h"
+#include "session_check.h"
 #include "model/session.h"
 #include "tokenizer/tokenizer.h"
 
@@ -43,21 +44,6 @@ TEST_CASE("llama and mistral3 fixtures match llama.cpp's logits") {
     }
 }
 
-namespace {
-
-// Two vkllm runs that should agree: every row within `tolerance` relative RMS, the same argmax.
-void check_runs_agree(const std::vector<float>& a, const std::vector<float>& b, size_t n_vocab, double tolerance) {
-    REQUIRE(a.size() == b.size());
-    for (size_t row = 0; row < a.size() / n_vocab; ++row) {
-        std::span<const float> x(a.data() + row * n_vocab, n_vocab), y(b.data() + row * n_vocab, n_vocab);
-        CAPTURE(row);
-        CHECK(test::relative_error(x, y) <= tolerance);
-        CHECK(std::max_element(x.begin(), x.end()) - x.begin() == std::max_element(y.begin(), y.end()) - y.begin());
-    }
-}
-
-}  // namespace
-
 // With fp32 arithmetic the paths must agree to 1e-4. The fp16 kernels (products in half precision)
 // differ between matmul, matvec and the two attention kernels by up to ~2e-3, never in the argmax.
 TEST_CASE("prefill in one chunk, in small chunks and token by token agree; so does decode after truncate") {
@@ -82,8 +68,8 @@ TEST_CASE("prefill in one chunk, in small chunks and token by token agree; so do
             return logits;
         };
         std::vector<float> one_chunk = logits_with(512);
-        check_runs_agree(one_chunk, logits_with(16), 512, tolerance);
-        check_runs_agree(one_chunk, logits_with(1), 512, tolerance);
+        test::check_runs_agree(one_chunk, logits_with(16), 512, tolerance);
+        test::check_runs_agree(one_chunk, logits_with(1), 512, tolerance);
 
         // Run everything, go back to a point, and continue from there: as a fresh run does.
         model::Session session(test::device(), *model, {.n_ctx = uint32_t(tokens.size())});
@@ -94,7 +80,7 @@ TEST_CASE("prefill in one chunk, in small chunks and token by token agree; so do
         session.eval(std::span(tokens).subspan(keep, 40), &continued);
         for (int32_t token : std::span(tokens).subspan(keep + 40, 5)) session.eval(std::span(&token, 1), &continued);
         std::vector<float> fresh(one_chunk.begin() + keep * 512, one_chunk.begin() + (keep + 45) * 512);
-        check_runs_agree(continued, fresh, 512, tolerance);
+        test::check_runs_agree(continued, fresh, 512, tolerance);
         unsetenv("VKLLM_DISABLE_F16");
     }
 }

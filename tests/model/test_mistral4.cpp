@@ -11,33 +11,11 @@
 #include "fixture_check.h"
 #include "gguf/writer.h"
 #include "gpu_fixture.h"
+#include "session_check.h"
 #include "model/session.h"
 #include "ops/attention_config.h"
 
 using namespace vkllm;
-
-namespace {
-
-std::vector<float> teacher_forced_logits(const model::Model& model, std::span<const int32_t> tokens,
-                                         uint32_t n_ubatch = 512) {
-    model::Session session(test::device(), model, {.n_ctx = uint32_t(tokens.size()), .n_ubatch = n_ubatch});
-    std::vector<float> logits;
-    session.eval(tokens, &logits);
-    return logits;
-}
-
-// Two vkllm runs that should agree: every row within `tolerance` relative RMS, the same argmax.
-void check_runs_agree(const std::vector<float>& a, const std::vector<float>& b, size_t n_vocab, double tolerance) {
-    REQUIRE(a.size() == b.size());
-    for (size_t row = 0; row < a.size() / n_vocab; ++row) {
-        std::span<const float> x(a.data() + row * n_vocab, n_vocab), y(b.data() + row * n_vocab, n_vocab);
-        CAPTURE(row);
-        CHECK(test::relative_error(x, y) <= tolerance);
-        CHECK(std::max_element(x.begin(), x.end()) - x.begin() == std::max_element(y.begin(), y.end()) - y.begin());
-    }
-}
-
-}  // namespace
 
 TEST_CASE("mistral4 fixtures match llama.cpp's logits") {
     for (auto [fixture, quantized] : {std::pair{"mistral4_f32", false}, std::pair{"mistral4_q8_0", true}}) {
@@ -51,7 +29,7 @@ TEST_CASE("mistral4 fixtures match llama.cpp's logits") {
         gguf::File file = gguf::File::open(dir / "model.gguf");
         auto model = model::load_model(test::device(), file);
         std::string detail;
-        const bool passed = test::meets_fixture_criteria(teacher_forced_logits(*model, test::read_tokens(dir / "tokens.txt")),
+        const bool passed = test::meets_fixture_criteria(test::session_logits(*model, test::read_tokens(dir / "tokens.txt")),
                                                          dir, 512, quantized, detail);
         INFO(detail);
         CHECK(passed);
@@ -72,10 +50,10 @@ TEST_CASE("mistral4: prefill in one chunk, in small chunks and token by token ag
     gguf::File file = gguf::File::open(dir / "model.gguf");
     auto model = model::load_model(test::device(), file);
     const std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
-    const std::vector<float> one_chunk = teacher_forced_logits(*model, tokens);
+    const std::vector<float> one_chunk = test::session_logits(*model, tokens);
     for (uint32_t n_ubatch : {16u, 4u, 1u}) {
         CAPTURE(n_ubatch);
-        check_runs_agree(one_chunk, teacher_forced_logits(*model, tokens, n_ubatch), 512, n_ubatch == 1 ? 2e-4 : 1e-4);
+        test::check_runs_agree(one_chunk, test::session_logits(*model, tokens, n_ubatch), 512, n_ubatch == 1 ? 2e-4 : 1e-4);
     }
     unsetenv("VKLLM_DISABLE_F16");
 }
@@ -145,7 +123,7 @@ TEST_CASE("deepseek2 (sigmoid + bias, group-limited routing, temperature, YaRN m
     }
     gguf::File file = deepseek2_variant(gguf::File::open(dir / "model.gguf"));
     auto model = model::load_model(test::device(), file);
-    const std::vector<float> logits = teacher_forced_logits(*model, test::read_tokens(dir / "tokens.txt"));
+    const std::vector<float> logits = test::session_logits(*model, test::read_tokens(dir / "tokens.txt"));
     const auto reference = std::filesystem::path(VKLLM_SOURCE_DIR) / "tests/data/deepseek2_mla/logits.f32";
     std::string detail;
     const bool passed = test::meets_criteria(logits, reference, 512, false, detail);
