@@ -11,7 +11,10 @@ Plan plan_model(const Source& source) {
     if (architecture == "Mistral3ForConditionalGeneration")
         return source.config.text().opt_string("model_type") == "mistral4" ? plan_mistral4(source)
                                                                            : plan_mistral3(source);
-    fail("{}: model class '{}' is not supported (Mistral3ForConditionalGeneration is)",
+    if (architecture == "Gemma3ForCausalLM" || architecture == "Gemma3ForConditionalGeneration")
+        return plan_gemma3(source);
+    fail("{}: model class '{}' is not supported (Mistral3ForConditionalGeneration, Gemma3ForCausalLM and "
+         "Gemma3ForConditionalGeneration are)",
          source.config.root().where(), architecture);
 }
 

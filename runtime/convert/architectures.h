@@ -14,6 +14,8 @@ Plan plan_mistral3(const Source& source);
 Plan plan_pixtral_mmproj(const Source& source);
 // Mistral3ForConditionalGeneration, text model mistral4: Mistral Small 4 (mistral4.cpp).
 Plan plan_mistral4(const Source& source);
+// Gemma3ForCausalLM, and the text model of Gemma3ForConditionalGeneration (gemma3.cpp).
+Plan plan_gemma3(const Source& source);
 
 // Mapping helpers shared by the architecture files.
 // "layers.N.rest" -> (N, "rest") when `name` starts with "<prefix>layers.N.".

@@ -14,18 +14,6 @@ namespace {
 
 constexpr std::string_view escaped_space = "\xE2\x96\x81";  // U+2581, SPM's visible space
 
-std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
-    std::string out;
-    out.reserve(text.size());
-    for (size_t at = 0;;) {
-        const size_t next = text.find(from, at);
-        out += text.substr(at, next - at);
-        if (next == std::string_view::npos) return out;
-        out += to;
-        at = next + from.size();
-    }
-}
-
 // The special tokens (control, user-defined, unknown) in a byte trie, to find in one pass which
 // of them occur in a text at all before splitting in llama.cpp's longest-token-first order.
 class SpecialTrie {

@@ -162,4 +162,16 @@ std::optional<uint8_t> unicode_to_byte(char32_t cpt) {
     return uint8_t(byte_alphabet().decoded[cpt]);
 }
 
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to) {
+    std::string out;
+    out.reserve(text.size());
+    for (size_t at = 0;;) {
+        const size_t next = text.find(from, at);
+        out += text.substr(at, next - at);
+        if (next == std::string_view::npos) return out;
+        out += to;
+        at = next + from.size();
+    }
+}
+
 }  // namespace vkllm::tokenizer

@@ -36,4 +36,7 @@ size_t complete_utf8_prefix(std::string_view bytes);
 std::string_view byte_to_unicode(uint8_t byte);  // UTF-8 of the mapped codepoint
 std::optional<uint8_t> unicode_to_byte(char32_t cpt);
 
+// Every occurrence of `from` (not empty) replaced by `to`: SPM's visible space U+2581 <-> ' '.
+std::string replace_all(std::string_view text, std::string_view from, std::string_view to);
+
 }  // namespace vkllm::tokenizer

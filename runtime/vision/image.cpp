@@ -1,9 +1,9 @@
 #include "vision/image.h"
 
-#include <fstream>
 #include <memory>
 
 #include "core/error.h"
+#include "core/file.h"
 
 #define STBI_NO_STDIO
 #define STB_IMAGE_STATIC
@@ -35,11 +35,7 @@ Image decode_image(std::span<const std::byte> bytes, const std::string& name) {
 }
 
 Image load_image(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) fail("{}: cannot open the image file", path.string());
-    std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) fail("{}: reading the image file failed", path.string());
-    return decode_image(std::as_bytes(std::span(bytes)), path.string());
+    return decode_image(read_file(path, "image file"), path.string());
 }
 
 uint64_t content_hash(const Image& image) {

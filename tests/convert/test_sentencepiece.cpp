@@ -1,0 +1,141 @@
+// The tokenizer.model reader on models written here (every kept field, fields to skip, hostile
+// bytes), and the SentencePiece vocabulary writer against llama.cpp's own conversion of a real
+// tokenizer.model (../shared/testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf).
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "convert/sentencepiece.h"
+#include "convert/vocab_keys.h"
+#include "core/error.h"
+#include "gguf/reader.h"
+#include "safetensors_writer.h"
+#include "sentencepiece_writer.h"
+
+using namespace vkllm;
+
+namespace {
+
+convert::SentencePieceModel sample_model() {
+    convert::SentencePieceModel model;
+    model.pieces = {{"<unk>", 0.0f, convert::PieceType::Unknown},     {"<s>", 0.0f, convert::PieceType::Control},
+                    {"\xE2\x96\x81the", -1.5f, convert::PieceType::Normal}, {"<0x41>", 0.0f, convert::PieceType::Byte},
+                    {"<user>", 0.0f, convert::PieceType::UserDefined}, {"<unused0>", -7.25f, convert::PieceType::Unused}};
+    model.model_type = convert::SpmModelType::Bpe;
+    model.byte_fallback = true;
+    model.add_dummy_prefix = false;
+    model.remove_extra_whitespaces = false;
+    return model;
+}
+
+convert::SentencePieceModel parse(const std::vector<std::byte>& bytes) {
+    return convert::parse_sentencepiece(bytes, "t.model");
+}
+
+std::vector<std::byte> raw(std::string_view text) {
+    const auto bytes = std::as_bytes(std::span(text.data(), text.size()));
+    return {bytes.begin(), bytes.end()};
+}
+
+}  // namespace
+
+TEST_CASE("the SentencePiece reader keeps pieces, scores, types and flags, and skips every other field") {
+    const convert::SentencePieceModel want = sample_model();
+    for (bool unknown_fields : {false, true}) {
+        CAPTURE(unknown_fields);
+        const convert::SentencePieceModel got = parse(test::sentencepiece_bytes(want, unknown_fields));
+        REQUIRE(got.pieces.size() == want.pieces.size());
+        for (size_t i = 0; i < want.pieces.size(); ++i) {
+            CHECK(got.pieces[i].text == want.pieces[i].text);
+            CHECK(got.pieces[i].score == want.pieces[i].score);
+            CHECK(got.pieces[i].type == want.pieces[i].type);
+        }
+        CHECK(got.model_type == convert::SpmModelType::Bpe);
+        CHECK(got.byte_fallback);
+        CHECK(!got.add_dummy_prefix);
+        CHECK(!got.remove_extra_whitespaces);
+    }
+    // Without the specs, proto2's defaults: UNIGRAM, no byte fallback, dummy prefix and whitespace folding.
+    const convert::SentencePieceModel defaults = parse(raw(std::string_view("\x0a\x03\x0a\x01" "a", 5)));
+    REQUIRE(defaults.pieces.size() == 1);
+    CHECK(defaults.pieces[0].text == "a");
+    CHECK(defaults.pieces[0].type == convert::PieceType::Normal);
+    CHECK(defaults.model_type == convert::SpmModelType::Unigram);
+    CHECK(!defaults.byte_fallback);
+    CHECK(defaults.add_dummy_prefix);
+    CHECK(defaults.remove_extra_whitespaces);
+}
+
+TEST_CASE("a truncated or hostile tokenizer.model is refused with one vkllm::Error naming the byte") {
+    // Every prefix either parses (it ends between fields) or throws vkllm::Error, nothing else.
+    const std::vector<std::byte> bytes = test::sentencepiece_bytes(sample_model());
+    size_t refused = 0;
+    for (size_t size = 0; size < bytes.size(); ++size) {
+        try {
+            parse({bytes.begin(), bytes.begin() + ptrdiff_t(size)});
+        } catch (const Error&) {
+            ++refused;
+        }
+    }
+    CHECK(refused > bytes.size() / 2);
+
+    const auto refuses = [](std::string_view input, const char* message) {
+        CAPTURE(message);
+        CHECK_THROWS_WITH_AS(parse(raw(input)), doctest::Contains(message), Error);
+    };
+    refuses("", "t.model: the SentencePiece model has no pieces");
+    refuses(std::string_view("\x00", 1), "t.model: the field number 0 at byte 0 is not a valid protobuf field number");
+    refuses("\x0e", "t.model: field 1 at byte 0 has the unknown wire type 6");
+    refuses("\x08\x01", "t.model: field 1 (pieces) at byte 0 has wire type 0 where 2 was expected");
+    refuses("\x0a\x05" "ab", "t.model: the field at byte 0 claims 5 bytes but its message has 2 left");
+    refuses("\x0a\x02\x18\x09", "t.model: piece type 9 at byte 2 is not one of SentencePiece's six");
+    refuses("\x0a\x02\x15\x01", "t.model: the field at byte 2 claims 4 bytes but its message has 1 left");
+    refuses("\x12\x02\x18\x07", "t.model: trainer_spec.model_type 7 at byte 2 is not UNIGRAM, BPE, WORD or CHAR");
+    refuses("\x20\xff\xff\xff\xff\xff\xff\xff\xff\xff\x02", "t.model: the varint at byte 1 does not fit in 64 bits");
+    refuses("\x20\xff\xff\xff\xff\xff\xff\xff\xff\xff\x81", "t.model: the varint at byte 1 does not fit in 64 bits");
+    refuses("\x20\xff", "t.model: a varint at byte 1 runs past the end of its message");
+    refuses("\x23\x08\x01", "t.model: the group of field 4 at byte 0 is never closed");
+    refuses("\x23\x2c", "t.model: the end-group tag at byte 1 closes field 5 inside the group of field 4");
+    refuses("\x24", "t.model: an end-group tag for field 4 at byte 0 closes no group");
+    refuses(std::string(100, '\x23'), "t.model: groups nest more than 64 deep at byte 64");
+}
+
+TEST_CASE("SentencePiece vocabulary: llama.cpp's conversion of a real tokenizer.model round-trips exactly") {
+    const auto reference_path =
+        std::filesystem::path(VKLLM_SHARED_DIR) / "testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf";
+    if (!std::filesystem::exists(reference_path)) {
+        MESSAGE("../shared/testdata absent: skipping");
+        return;
+    }
+    // The tokenizer.model llama.cpp read, rebuilt from the pieces it wrote (its user-defined pieces
+    // were written as normal, and come back so).
+    const gguf::File reference = gguf::File::open(reference_path);
+    const auto tokens = *reference.get_string_array("tokenizer.ggml.tokens");
+    const auto scores = *reference.get_f32_array("tokenizer.ggml.scores");
+    const auto types = *reference.get_i32_array("tokenizer.ggml.token_type");
+    REQUIRE(tokens.size() == 32000);
+    convert::SentencePieceModel model;
+    for (size_t i = 0; i < tokens.size(); ++i)
+        model.pieces.push_back({std::string(tokens[i]), scores[i], convert::PieceType(types[i])});
+    const auto dir = std::filesystem::temp_directory_path() / "vkllm_test_spm_vocab";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    test::write_file(dir / "tokenizer.model", test::sentencepiece_bytes(model));
+
+    gguf::Writer writer;
+    CHECK(convert::add_sentencepiece_vocab(writer, dir, 0) == tokens.size());
+    const gguf::File got = gguf::File::from_bytes(writer.bytes(), "vocab.gguf");
+    CHECK(got.get_string("tokenizer.ggml.model") == "llama");
+    CHECK(got.get_string("tokenizer.ggml.pre") == "default");
+    const auto got_tokens = *got.get_string_array("tokenizer.ggml.tokens");
+    const auto got_scores = *got.get_f32_array("tokenizer.ggml.scores");
+    const auto got_types = *got.get_i32_array("tokenizer.ggml.token_type");
+    REQUIRE(got_tokens.size() == tokens.size());
+    size_t differences = 0;
+    for (size_t i = 0; i < tokens.size(); ++i)
+        differences += got_tokens[i] != tokens[i] || std::memcmp(&got_scores[i], &scores[i], 4) != 0 ||
+                       got_types[i] != types[i];
+    CHECK(differences == 0);
+    std::filesystem::remove_all(dir);
+}
