@@ -115,7 +115,7 @@ void write_plan(const Plan& plan, const std::filesystem::path& output, OutputTyp
     const uint32_t n_layer = count_layers(plan);
     std::vector<gguf::GgmlType> types;
     for (const PlannedTensor& t : plan.tensors) {
-        types.push_back(tensor_type(type, t.name, t.ne, n_layer));
+        types.push_back(t.forced_type.value_or(tensor_type(type, t.name, t.ne, n_layer)));
         writer.declare_tensor(t.name, types.back(), t.ne);
     }
 

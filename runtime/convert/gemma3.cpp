@@ -1,7 +1,9 @@
 // Gemma 3 (HF Gemma3ForCausalLM, and the text model of Gemma3ForConditionalGeneration): GGUF arch
 // "gemma3" (model-notes.md C.3; llama.cpp's conversion/gemma.py `Gemma3Model`). Gemma's RMSNorm
 // scales by (1 + w), so every norm is stored plus one; RoPE is NeoX (no Q/K permutation); the output
-// is tied to the embeddings, whose rows past the vocabulary are dropped.
+// is tied to the embeddings, whose rows past the vocabulary are dropped. The SigLIP vision tower with
+// Gemma's projector becomes a "clip" mmproj of projector type gemma3 (D.2; `Gemma3VisionModel`).
+#include <cmath>
 #include <map>
 
 #include "convert/architectures.h"
@@ -99,7 +101,81 @@ std::string_view text_name(std::string_view name) {
     return name;
 }
 
+// Vision tensors after "vision_tower.vision_model." and "encoder.layers.N.".
+const std::map<std::string_view, std::string_view, std::less<>> vision_names = {
+    {"embeddings.patch_embedding.weight", "v.patch_embd.weight"},
+    {"embeddings.patch_embedding.bias", "v.patch_embd.bias"},
+    {"embeddings.position_embedding.weight", "v.position_embd.weight"},
+    {"post_layernorm.weight", "v.post_ln.weight"},
+    {"post_layernorm.bias", "v.post_ln.bias"},
+};
+
+const std::map<std::string_view, std::string_view, std::less<>> vision_layer_names = {
+    {"layer_norm1.weight", "ln1.weight"},         {"layer_norm1.bias", "ln1.bias"},
+    {"self_attn.q_proj.weight", "attn_q.weight"}, {"self_attn.q_proj.bias", "attn_q.bias"},
+    {"self_attn.k_proj.weight", "attn_k.weight"}, {"self_attn.k_proj.bias", "attn_k.bias"},
+    {"self_attn.v_proj.weight", "attn_v.weight"}, {"self_attn.v_proj.bias", "attn_v.bias"},
+    {"self_attn.out_proj.weight", "attn_out.weight"}, {"self_attn.out_proj.bias", "attn_out.bias"},
+    {"layer_norm2.weight", "ln2.weight"},         {"layer_norm2.bias", "ln2.bias"},
+    {"mlp.fc1.weight", "ffn_up.weight"},          {"mlp.fc1.bias", "ffn_up.bias"},
+    {"mlp.fc2.weight", "ffn_down.weight"},        {"mlp.fc2.bias", "ffn_down.bias"},
+};
+
+// The projector's pooling: image_size / patch_size patches per side pooled to sqrt(image_seq_length).
+uint32_t projector_scale_factor(const Source& source, const ConfigSection& vision) {
+    const auto path = source.dir / "preprocessor_config.json";
+    const nlohmann::json preprocessor = read_json_file(path);
+    const nlohmann::json length = preprocessor.value("image_seq_length", nlohmann::json(256));
+    if (!length.is_number_unsigned() || length.get<uint64_t>() == 0)
+        fail("{}: image_seq_length is not a positive integer", path.string());
+    const auto per_side = uint64_t(std::sqrt(double(length.get<uint64_t>())));
+    return uint32_t(vision.u64("image_size") / vision.u64("patch_size") / per_side);
+}
+
+// One vision tensor's GGUF name, rows and the type llama.cpp forces on it; nullopt for the unused
+// SigLIP head.
+std::optional<PlannedTensor> vision_tensor(const SafeTensor& t, std::string_view name) {
+    const auto planned = [&](std::string gguf_name, RowSource rows, std::optional<gguf::GgmlType> type = {}) {
+        return PlannedTensor{std::move(gguf_name), ggml_shape(t), std::move(rows), {}, {}, type};
+    };
+    if (name == "multi_modal_projector.mm_input_projection_weight")
+        return planned("mm.input_projection.weight", copy_rows(t), gguf::GgmlType::F16);
+    if (name == "multi_modal_projector.mm_soft_emb_norm.weight")  // Gemma's RMSNorm, unlike SigLIP's
+        return planned("mm.soft_emb_norm.weight", plus_one_rows(t));
+    std::string_view rest = name;
+    if (!rest.starts_with("vision_tower.vision_model.")) return std::nullopt;
+    rest.remove_prefix(26);
+    if (rest.starts_with("head.")) return std::nullopt;
+    if (auto it = vision_names.find(rest); it != vision_names.end())  // ".embeddings." stay F32
+        return planned(std::string(it->second), copy_rows(t),
+                       rest.starts_with("embeddings.") ? std::optional(gguf::GgmlType::F32) : std::nullopt);
+    if (auto layer = split_layer_name(rest, "encoder."))
+        if (auto it = vision_layer_names.find(layer->rest); it != vision_layer_names.end())
+            return planned(fmt::format("v.blk.{}.{}", layer->layer, it->second), copy_rows(t));
+    fail("{}: tensor '{}' has no GGUF name in the Gemma 3 vision mapping", t.file, t.name);
+}
+
 }  // namespace
+
+Plan plan_gemma3_mmproj(const Source& source) {
+    const std::optional<ConfigSection> vision = source.config.vision();
+    if (!vision) fail("{}: no vision_config to make an mmproj from", source.config.root().where());
+    Plan plan = vision_encoder_plan(source, *vision);
+    gguf::Writer& w = plan.metadata;
+    w.add_string("clip.projector_type", "gemma3");
+    w.add_f32("clip.vision.attention.layer_norm_epsilon", float(vision->opt_number("layer_norm_eps").value_or(1e-6)));
+    w.add_bool("clip.use_gelu", true);
+    // written only when it is not the default, 4 (tiny test models)
+    if (const uint32_t factor = projector_scale_factor(source, *vision); factor > 0 && factor != 4)
+        w.add_u32("clip.vision.projector.scale_factor", factor);
+    for (const SafetensorsFile& file : source.checkpoint.files())
+        for (const SafeTensor& t : file.tensors()) {
+            const std::string name = normalized_name(t.name);
+            if (!is_vision(name)) continue;
+            if (std::optional<PlannedTensor> planned = vision_tensor(t, name)) plan.tensors.push_back(std::move(*planned));
+        }
+    return plan;
+}
 
 Plan plan_gemma3(const Source& source) {
     const ConfigSection text = source.config.text();

@@ -136,28 +136,8 @@ Plan plan_pixtral_mmproj(const Source& source) {
     const std::optional<ConfigSection> vision = source.config.vision();
     if (!vision) fail("{}: no vision_config to make an mmproj from", source.config.root().where());
     const ConfigSection root = source.config.root();
-    Plan plan;
-    plan.type = "mmproj";
+    Plan plan = vision_encoder_plan(source, *vision);
     gguf::Writer& w = plan.metadata;
-    w.add_string("general.architecture", "clip");
-    w.add_bool("clip.has_vision_encoder", true);
-    w.add_u32("clip.vision.projection_dim", uint32_t(source.config.text().u64("hidden_size")));
-    w.add_u32("clip.vision.image_size", uint32_t(vision->u64("image_size")));
-    w.add_u32("clip.vision.patch_size", uint32_t(vision->u64("patch_size")));
-    w.add_u32("clip.vision.embedding_length", uint32_t(vision->u64("hidden_size")));
-    w.add_u32("clip.vision.feed_forward_length", uint32_t(vision->u64("intermediate_size")));
-    w.add_u32("clip.vision.block_count", uint32_t(vision->u64("num_hidden_layers")));
-    w.add_u32("clip.vision.attention.head_count", uint32_t(vision->u64("num_attention_heads")));
-
-    const nlohmann::json preprocessor = read_json_file(source.dir / "preprocessor_config.json");
-    for (const char* key : {"image_mean", "image_std"}) {
-        const auto it = preprocessor.find(key);
-        if (it == preprocessor.end() || !it->is_array() || it->size() != 3)
-            fail("{}: {} is not a list of 3 numbers", (source.dir / "preprocessor_config.json").string(), key);
-        std::vector<float> values;
-        for (const auto& v : *it) values.push_back(v.is_number() ? v.get<float>() : NAN);
-        w.add_array(fmt::format("clip.vision.{}", key), std::span<const float>(values));
-    }
     w.add_string("clip.projector_type", "pixtral");
     w.add_f32("clip.vision.attention.layer_norm_epsilon", float(vision->opt_number("layer_norm_eps").value_or(1e-5)));
     if (vision->opt_string("hidden_act").value_or("silu") == "silu") w.add_bool("clip.use_silu", true);

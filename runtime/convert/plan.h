@@ -27,6 +27,8 @@ struct PlannedTensor {
     // is to keep that type.
     std::optional<gguf::GgmlType> stored_type;
     std::span<const std::byte> stored_data;
+    // A type the mapping fixes whatever the output type (llama.cpp's `tensor_force_quant`).
+    std::optional<gguf::GgmlType> forced_type;
 
     uint64_t n_elements() const;
     uint64_t n_rows() const { return n_elements() / ne[0]; }

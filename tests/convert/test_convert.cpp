@@ -12,6 +12,7 @@
 #include "convert/convert.h"
 #include "core/error.h"
 #include "gguf/reader.h"
+#include "gguf_compare.h"
 #include "gpu_fixture.h"
 #include "model/session.h"
 
@@ -28,44 +29,13 @@ std::filesystem::path scratch(const std::string& name) {
     return std::filesystem::temp_directory_path() / ("vkllm_test_convert_" + name);
 }
 
-bool same_value(const gguf::Value& a, const gguf::Value& b) {
-    if (a.type != b.type) return false;
-    switch (a.type) {
-        case gguf::ValueType::String: return a.string == b.string;
-        case gguf::ValueType::F32:
-        case gguf::ValueType::F64: return std::memcmp(&a.float_value, &b.float_value, sizeof(double)) == 0;
-        case gguf::ValueType::Array:
-            if (a.element_type != b.element_type || a.count != b.count || a.strings != b.strings ||
-                !std::equal(a.scalars.begin(), a.scalars.end(), b.scalars.begin(), b.scalars.end()) ||
-                a.arrays.size() != b.arrays.size())
-                return false;
-            for (size_t i = 0; i < a.arrays.size(); ++i)
-                if (!same_value(a.arrays[i], b.arrays[i])) return false;
-            return true;
-        default: return a.unsigned_value == b.unsigned_value && a.signed_value == b.signed_value;
-    }
-}
-
 // The same keys and values (any order) and the same tensors: names, shapes, types and bytes.
 void check_same_gguf(const std::filesystem::path& got_path, const std::filesystem::path& want_path) {
     CAPTURE(want_path.filename().string());
     const gguf::File got = gguf::File::open(got_path), want = gguf::File::open(want_path);
     CHECK(got.metadata().size() == want.metadata().size());
-    for (const gguf::KeyValue& kv : want.metadata()) {
-        CAPTURE(std::string(kv.key));
-        const gguf::Value* value = got.find(kv.key);
-        REQUIRE(value);
-        CHECK(same_value(*value, kv.value));
-    }
-    CHECK(got.tensors().size() == want.tensors().size());
-    for (const gguf::Tensor& t : want.tensors()) {
-        CAPTURE(std::string(t.name));
-        const gguf::Tensor* mine = got.find_tensor(t.name);
-        REQUIRE(mine);
-        CHECK(mine->type == t.type);
-        CHECK(mine->ne == t.ne);
-        CHECK(std::equal(mine->data.begin(), mine->data.end(), t.data.begin(), t.data.end()));
-    }
+    test::check_same_keys(got, want);
+    test::check_same_tensors(got, want);
 }
 
 std::vector<float> teacher_forced_logits(const std::filesystem::path& model_path, const std::vector<int32_t>& tokens) {
