@@ -33,3 +33,13 @@ function(vkllm_shader name source)
   set(VKLLM_SHADER_SOURCES ${VKLLM_SHADER_SOURCES} ${cpp} PARENT_SCOPE)
   set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} ${name} PARENT_SCOPE)
 endfunction()
+
+# A kernel that reads weights: NAME reads them from storage buffers, NAME_texel (TEXEL_READS) through
+# uniform texel buffers, the faster path on CPU devices (gpu::Capabilities::texel_reads).
+function(vkllm_weight_shader name source)
+  vkllm_shader(${name} ${source} ${ARGN})
+  cmake_parse_arguments(ARG "" "" "DEFINES" ${ARGN})
+  vkllm_shader(${name}_texel ${source} DEFINES ${ARG_DEFINES} TEXEL_READS=1)
+  set(VKLLM_SHADER_SOURCES ${VKLLM_SHADER_SOURCES} PARENT_SCOPE)
+  set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} PARENT_SCOPE)
+endfunction()

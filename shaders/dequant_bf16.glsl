@@ -19,7 +19,7 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
         q[i] = QVEC4(0);
         if (i < runs) {
-            uvec2 pair = weight_u32x2[(block_byte >> 3) + i];
+            uvec2 pair = weight_words2((block_byte >> 3) + i);
             q[i] = QVEC4(unpack_bf16x2(pair.x), unpack_bf16x2(pair.y));
         }
     }

@@ -16,7 +16,7 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
         q[i] = QVEC4(0);
         if (i < runs) {
-            uvec2 halves = weight_u32x2[(block_byte >> 3) + i];
+            uvec2 halves = weight_words2((block_byte >> 3) + i);
 #ifdef F16
             q[i] = f16vec4(unpackFloat2x16(halves.x), unpackFloat2x16(halves.y));
 #else

@@ -16,7 +16,7 @@ uint run_element(uint unit, uint run) { return 4 * run; }
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
     [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
         q[i] = QVEC4(0);
-        if (i < runs) q[i] = QVEC4(uintBitsToFloat(weight_u32x4[(block_byte >> 4) + i]));
+        if (i < runs) q[i] = QVEC4(uintBitsToFloat(weight_words4((block_byte >> 4) + i)));
     }
     scale_bias[0] = vec2(1.0, 0.0);
 }

@@ -17,10 +17,10 @@ uint run_element(uint unit, uint run) { return 4 * run; }
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
     uint word = block_byte >> 2;
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        uint qs = weight_u32[word + 1 + i];
+        uint qs = weight_word(word + 1 + i);
         q[i] = QVEC4(ivec4(low_nibbles(qs)) - 8);
         q[i + 4] = QVEC4(ivec4(high_nibbles(qs)) - 8);
     }
-    vec2 d_m = unpackHalf2x16(weight_u32[word]);
+    vec2 d_m = unpackHalf2x16(weight_word(word));
     scale_bias[0] = vec2(d_m.x, fma(8.0, d_m.x, d_m.y));
 }

@@ -20,8 +20,8 @@ uint run_element(uint unit, uint run) {
 
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
     uint chunk = unit >> 1;
-    uvec4 header = weight_u32x4[block_byte >> 4];
-    uvec4 qs = weight_u32x4[(block_byte + 16 + 32 * chunk + 16 * (unit & 1u)) >> 4];
+    uvec4 header = weight_words4(block_byte >> 4);
+    uvec4 qs = weight_words4((block_byte + 16 + 32 * chunk + 16 * (unit & 1u)) >> 4);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         q[i] = QVEC4(ivec4(low_nibbles(qs[i])) - 8);
         q[i + 4] = QVEC4(ivec4(high_nibbles(qs[i])) - 8);

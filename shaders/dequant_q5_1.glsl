@@ -18,8 +18,8 @@ uint run_element(uint unit, uint run) { return 4 * run; }
 uvec4 fifth_bits(uint qh, uint first) { return ((uvec4(qh) >> (uvec4(0, 1, 2, 3) + first)) & 1u) << 4; }
 
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
-    uvec2 header = weight_u32x2[block_byte >> 3];
-    uvec2 qs01 = weight_u32x2[(block_byte >> 3) + 1], qs23 = weight_u32x2[(block_byte >> 3) + 2];
+    uvec2 header = weight_words2(block_byte >> 3);
+    uvec2 qs01 = weight_words2((block_byte >> 3) + 1), qs23 = weight_words2((block_byte >> 3) + 2);
     uvec4 qs = uvec4(qs01, qs23);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         q[i] = QVEC4(ivec4(low_nibbles(qs[i]) | fifth_bits(header.y, 4 * i)) - 16);

@@ -17,7 +17,7 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     // The block's 17 words from its (2-byte aligned) start; d is the first half, qs follow.
     uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
     uint words[9];
-    [[unroll]] for (uint i = 0; i < 9; ++i) words[i] = weight_u32[word + i];
+    [[unroll]] for (uint i = 0; i < 9; ++i) words[i] = weight_word(word + i);
     uint first = shift == 0u ? words[0] : words[0] >> 16;
     // qs starts 16 bits after the block: funnel by shift + 16 bits, i.e. one word further on for shift 16.
     [[unroll]] for (uint i = 0; i < 8; ++i) {

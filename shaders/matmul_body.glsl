@@ -14,6 +14,10 @@
 // e (from expert_begin, the first the bound segment holds): its tile of tokens is entries first_token.. of e's list (ops::moe_group), entry = token * n_slots
 // + slot, reading x row `entry` (x_per_slot) or `token`, writing y row `entry`. Bindings: 0 weights,
 // 1 x, 2 counts [n_expert], 3 entries [n_expert][n_tokens], 4 y.
+// The TEXEL_READS variant of the plain product is the CPU kernel of matmul_lanes.glsl instead.
+#if defined(TEXEL_READS) && !defined(EXPERT_IDS)
+#include "matmul_lanes.glsl"
+#else
 #include "params.h"
 
 const uint TM = 4;  // rows per invocation
@@ -153,3 +157,4 @@ void main() {
         }
     }
 }
+#endif

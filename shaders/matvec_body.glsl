@@ -1,6 +1,7 @@
 // Matrix-vector product y = W in (decode), or y += W in with p.accumulate (the residual add fused in).
 // Included after a dequant_<type>.glsl. Bindings: 0 weights (one split segment), 1 x, 2 y, 3 the
-// RMSNorm weight (bound but unread for the other inputs).
+// RMSNorm weight (bound but unread for the other inputs); with TEXEL_READS 0, 1 and 3 are uniform
+// texel buffers (shaders/dequant_common.glsl says why).
 // The input vector `in` is formed from x as it is loaded (specialization INPUT), so no pass writes it:
 //   INPUT_PLAIN     in = x
 //   INPUT_RMS_NORM  in = x / sqrt(mean(x^2) + p.eps) * norm_weight: each workgroup sums x^2 itself,
@@ -19,6 +20,7 @@
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #include "params.h"
 #include "glu.glsl"
+#include "unit_dot.glsl"
 
 const uint MAX_ROWS_PER_TEAM = 4;
 const uint INPUT_PLAIN = 0, INPUT_RMS_NORM = 1, INPUT_SWIGLU = 2, INPUT_GEGLU = 3, INPUT_SWIGLU_OAI = 4;  // ops::MatvecInput::Kind
@@ -30,14 +32,26 @@ layout(constant_id = 5) const uint INPUT = INPUT_PLAIN;
 // INPUT_RMS_NORM: sum x^2 over the whole workgroup (rows too long for one subgroup to loop over).
 layout(constant_id = 6) const bool NORM_BY_WORKGROUP = false;
 
+#ifdef TEXEL_READS
+layout(set = 0, binding = 1) uniform usamplerBuffer x_texels;
+vec4 x_at(uint i4) { return uintBitsToFloat(texelFetch(x_texels, int(i4))); }
+#else
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
+vec4 x_at(uint i4) { return x4[i4]; }
+#endif
 #ifdef EXPERT_IDS
 layout(set = 0, binding = 2, std430) readonly buffer ExpertIds { uint expert_ids[]; };
 layout(set = 0, binding = 3, std430) writeonly buffer Output { float y[]; };
 layout(push_constant) uniform Push { MatvecIdParams p; };
 #else
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
+#ifdef TEXEL_READS
+layout(set = 0, binding = 3) uniform usamplerBuffer norm_weight_texels;
+vec4 norm_weight_at(uint i4) { return uintBitsToFloat(texelFetch(norm_weight_texels, int(i4))); }
+#else
 layout(set = 0, binding = 3, std430) readonly buffer NormWeight { vec4 norm_weight4[]; };
+vec4 norm_weight_at(uint i4) { return norm_weight4[i4]; }
+#endif
 layout(push_constant) uniform Push { MatvecParams p; };
 #endif
 #include "workgroup_reduce.glsl"
@@ -48,12 +62,12 @@ float input_scale() {
     if (INPUT == INPUT_RMS_NORM) {
         float sum_squares = 0.0;
         if (NORM_BY_WORKGROUP) {
-            for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x4[i], x4[i]);
+            for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x_at(i), x_at(i));
             return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
         }
         // Each subgroup sums all of x itself: no barrier, which would make lavapipe run the workgroup's
         // invocations as coroutines.
-        for (uint i = gl_SubgroupInvocationID; i < p.cols / 4; i += gl_SubgroupSize) sum_squares += dot(x4[i], x4[i]);
+        for (uint i = gl_SubgroupInvocationID; i < p.cols / 4; i += gl_SubgroupSize) sum_squares += dot(x_at(i), x_at(i));
         return inversesqrt(subgroupAdd(sum_squares) / float(p.cols) + p.eps);
     }
 #endif
@@ -63,33 +77,17 @@ float input_scale() {
 // in[4 i4 .. 4 i4 + 3].
 vec4 input4(uint i4, float scale) {
 #ifndef EXPERT_IDS
-    if (INPUT == INPUT_RMS_NORM) return x4[i4] * scale * norm_weight4[i4];
+    if (INPUT == INPUT_RMS_NORM) return x_at(i4) * scale * norm_weight_at(i4);
 #endif
-    if (INPUT == INPUT_SWIGLU) return swiglu(x4[i4], x4[i4 + p.cols / 4]);
-    if (INPUT == INPUT_GEGLU) return geglu(x4[i4], x4[i4 + p.cols / 4]);
-    if (INPUT == INPUT_SWIGLU_OAI) return swiglu_oai(x4[i4], x4[i4 + p.cols / 4]);
-    return x4[i4];
+    if (INPUT == INPUT_SWIGLU) return swiglu(x_at(i4), x_at(i4 + p.cols / 4));
+    if (INPUT == INPUT_GEGLU) return geglu(x_at(i4), x_at(i4 + p.cols / 4));
+    if (INPUT == INPUT_SWIGLU_OAI) return swiglu_oai(x_at(i4), x_at(i4 + p.cols / 4));
+    return x_at(i4);
 }
 
 // Per subgroup and row, when a team spans several subgroups (lanes are assumed to fill subgroups in
 // local invocation order, as every driver does for a 1-D workgroup).
 shared float subgroup_sums[MAX_ROWS_PER_TEAM * gl_WorkGroupSize.x];
-
-// One unit of one row dotted with the matching x values; xsum holds each scale group's sum of x.
-float unit_dot(QVEC4 q[UNIT_RUNS], vec2 scale_bias[SCALE_GROUPS], QVEC4 xs[UNIT_RUNS], float xsum[SCALE_GROUPS]) {
-    const uint runs_per_group = UNIT_RUNS / SCALE_GROUPS;
-    float sum = 0.0;
-    [[unroll]] for (uint g = 0; g < SCALE_GROUPS; ++g) {
-        // Each 4-term dot in the variant's precision; longer sums in fp32, which keeps fp16 rounding
-        // to one dot's worth.
-        float group_dot = 0.0;
-        [[unroll]] for (uint k = 0; k < runs_per_group; ++k)
-            group_dot += float(dot(q[g * runs_per_group + k], xs[g * runs_per_group + k]));
-        sum += scale_bias[g].x * group_dot;
-        if (HAS_BIAS) sum += scale_bias[g].y * xsum[g];
-    }
-    return sum;
-}
 
 // Sums each row's partial sums over the team; the result is valid in the team's lane 0. A team is
 // one invocation or whole subgroups (the host keeps THREADS_PER_ROW a multiple of the subgroup size).

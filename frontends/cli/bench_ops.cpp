@@ -134,7 +134,8 @@ gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Options
     return buffer;
 }
 
-// The device's launch shape and its other arithmetic variant; with --sweep, every shape too.
+// The device's launch shape, its other arithmetic variant and its other read path; with --sweep,
+// every shape too.
 std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf::GgmlType type,
                                              const Options& options) {
     ops::MatvecConfig chosen = ops::matvec_config(caps, type, options.cols);
@@ -143,13 +144,15 @@ std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf
         shapes.push_back(chosen);
         shapes.back().float16 = !chosen.float16;
     }
+    shapes.push_back(chosen);
+    shapes.back().texel_reads = !chosen.texel_reads;
     if (!options.sweep) return shapes;
     const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
     for (uint32_t workgroup : {8u, 32u, 64u, 128u})
         for (uint32_t team : {1u, subgroup, 4 * subgroup, 32u})
             for (uint32_t rows : {1u, 2u, 4u})
                 if (workgroup % team == 0 && (team == 1 || team % subgroup == 0))
-                    shapes.push_back({workgroup, team, rows, chosen.float16});
+                    shapes.push_back({workgroup, team, rows, chosen.float16, chosen.texel_reads});
     return shapes;
 }
 
@@ -193,7 +196,7 @@ int bench_ops(Args args) {
             });
             const double gbs = gb_per_s(weights.size(), ms);
             std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %7.0f%%\n",
-                        ops::matvec_pipeline_name(traits.type, config.float16).c_str(), describe(config).c_str(),
+                        ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(),
                         double(weights.size()) / (1 << 20), ms, gbs, 100.0 * gbs / read_gbs);
         }
     }

@@ -140,6 +140,8 @@ Capabilities probe(VkPhysicalDevice device) {
         caps.max_workgroup_count[i] = limits.maxComputeWorkGroupCount[i];
     }
     caps.max_storage_buffer_range = limits.maxStorageBufferRange;
+    caps.max_texel_buffer_elements = limits.maxTexelBufferElements;
+    caps.min_texel_buffer_offset_alignment = limits.minTexelBufferOffsetAlignment;
     caps.max_memory_allocation_size = maintenance3.maxMemoryAllocationSize;
     // Without maintenance4 there is no stated limit; a buffer cannot exceed one allocation anyway.
     caps.max_buffer_size = caps.maintenance4 ? maintenance4.maxBufferSize : caps.max_memory_allocation_size;
@@ -155,6 +157,11 @@ Capabilities probe(VkPhysicalDevice device) {
 
 bool Capabilities::use_float16() const {
     return float16 && storage_buffer_16bit && !env::flag("VKLLM_DISABLE_F16");
+}
+
+bool Capabilities::texel_reads() const {
+    if (auto forced = env::get("VKLLM_TEXEL_READS"); forced && !forced->empty()) return *forced != "0";
+    return type == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
 bool Capabilities::unified_memory() const {

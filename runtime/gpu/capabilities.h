@@ -44,6 +44,7 @@ struct Capabilities {
     std::array<uint32_t, 3> max_workgroup_size{}, max_workgroup_count{};
     uint64_t max_storage_buffer_range = 0, max_memory_allocation_size = 0, max_buffer_size = 0;
     uint64_t min_storage_buffer_offset_alignment = 0, non_coherent_atom_size = 0;
+    uint64_t max_texel_buffer_elements = 0, min_texel_buffer_offset_alignment = 0;
     bool maintenance4 = false, synchronization2 = false, timeline_semaphore = false;
     bool push_descriptor = false, buffer_device_address = false;
 
@@ -62,6 +63,11 @@ struct Capabilities {
     }
     // fp16 arithmetic on 16-bit storage is usable and not disabled by VKLLM_DISABLE_F16.
     bool use_float16() const;
+    // Weights and matvec inputs read through uniform texel buffers instead of storage buffers. On
+    // lavapipe a storage-buffer load is a scalar load and branch per lane and word, a texel fetch one
+    // vector gather (7-9 vs ~1 GB/s, docs/PERFORMANCE.md); GPUs keep storage buffers, their usual
+    // fast path. VKLLM_TEXEL_READS=0 or 1 overrides the choice.
+    bool texel_reads() const;
     // Device-local memory the host can map directly (integrated GPUs, ReBAR, lavapipe).
     bool unified_memory() const;
     std::string type_name() const;

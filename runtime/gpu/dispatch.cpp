@@ -12,10 +12,12 @@ DescriptorArena::~DescriptorArena() {
 }
 
 VkDescriptorPool DescriptorArena::new_pool() {
-    VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096}, {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 256}};
+    VkDescriptorPoolSize sizes[] = {{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 4096},
+                                    {VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER, 256},
+                                    {VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER, 2048}};
     VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
     info.maxSets = 1024;
-    info.poolSizeCount = 2;
+    info.poolSizeCount = 3;
     info.pPoolSizes = sizes;
     VkDescriptorPool pool;
     VKLLM_VK_CHECK(vkCreateDescriptorPool(device_.handle(), &info, nullptr, &pool));
@@ -40,16 +42,23 @@ VkDescriptorSet DescriptorArena::write(const Dispatch& dispatch) {
     }
     std::vector<VkDescriptorBufferInfo> buffers;
     buffers.reserve(dispatch.bindings.size());
+    std::vector<VkBufferView> views;
+    views.reserve(dispatch.bindings.size());
     std::vector<VkWriteDescriptorSet> writes;
     for (uint32_t i = 0; i < dispatch.bindings.size(); ++i) {
         const BufferRange& range = dispatch.bindings[i].range;
-        buffers.push_back({range.buffer, range.offset, range.size});
         VkWriteDescriptorSet write{VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
         write.dstSet = set;
         write.dstBinding = i;
         write.descriptorCount = 1;
         write.descriptorType = pipeline.info.bindings[i];
-        write.pBufferInfo = &buffers.back();
+        if (write.descriptorType == VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER) {
+            views.push_back(device_.allocator().texel_view(range));
+            write.pTexelBufferView = &views.back();
+        } else {
+            buffers.push_back({range.buffer, range.offset, range.size});
+            write.pBufferInfo = &buffers.back();
+        }
         writes.push_back(write);
     }
     vkUpdateDescriptorSets(device_.handle(), uint32_t(writes.size()), writes.data(), 0, nullptr);

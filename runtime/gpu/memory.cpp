@@ -14,7 +14,7 @@ namespace {
 
 constexpr VkDeviceSize default_block_size = 256ull << 20;
 constexpr VkBufferUsageFlags block_usage =
-    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+    VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_TEXEL_BUFFER_BIT |
     VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT | VK_BUFFER_USAGE_INDIRECT_BUFFER_BIT;
 
 VkDeviceSize align_up(VkDeviceSize value, VkDeviceSize alignment) {
@@ -109,7 +109,8 @@ Allocator::Allocator(Device& device, VkPhysicalDevice physical) : device_(device
     if (auto limit = env::bytes("VKLLM_MAX_BUFFER_RANGE")) max_range_ = std::min<VkDeviceSize>(max_range_, *limit);
     max_block_ = std::min(caps.max_memory_allocation_size, caps.max_buffer_size);
     // Offsets serve as descriptor offsets and as host-mapped pointers of vec4 data.
-    alignment_ = std::max<VkDeviceSize>({caps.min_storage_buffer_offset_alignment, caps.non_coherent_atom_size, 64});
+    alignment_ = std::max<VkDeviceSize>({caps.min_storage_buffer_offset_alignment, caps.non_coherent_atom_size,
+                                         caps.min_texel_buffer_offset_alignment, 64});
     max_range_ = max_range_ / 4 * 4;
 
     VkBuffer probe = create_vk_buffer(device.handle(), 4096);
@@ -120,11 +121,36 @@ Allocator::Allocator(Device& device, VkPhysicalDevice physical) : device_(device
 }
 
 Allocator::~Allocator() {
-    for (auto& block : blocks_) {
-        if (!block) continue;
-        vkDestroyBuffer(device_.handle(), block->buffer, nullptr);
-        vkFreeMemory(device_.handle(), block->memory, nullptr);
+    for (auto& block : blocks_)
+        if (block) destroy_block(*block);
+}
+
+void Allocator::destroy_block(Block& block) {
+    for (auto [key, view] : block.texel_views) vkDestroyBufferView(device_.handle(), view, nullptr);
+    vkDestroyBuffer(device_.handle(), block.buffer, nullptr);
+    vkFreeMemory(device_.handle(), block.memory, nullptr);
+}
+
+VkBufferView Allocator::texel_view(const BufferRange& range) {
+    constexpr VkDeviceSize texel_bytes = 16;
+    auto block = std::find_if(blocks_.begin(), blocks_.end(), [&](const auto& b) { return b && b->buffer == range.buffer; });
+    if (block == blocks_.end()) fail("a texel buffer binding of memory the allocator does not own");
+    const VkDeviceSize size = align_up(range.size, texel_bytes);
+    const Capabilities& caps = device_.caps();
+    if (range.offset % std::max<VkDeviceSize>(caps.min_texel_buffer_offset_alignment, 1) != 0 ||
+        range.offset + size > (*block)->size || size / texel_bytes > caps.max_texel_buffer_elements)
+        fail("a texel buffer binding of {} bytes at offset {} does not fit the device's texel buffer limits", range.size,
+             range.offset);
+    VkBufferView& view = (*block)->texel_views[{range.offset, size}];
+    if (!view) {
+        VkBufferViewCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_VIEW_CREATE_INFO};
+        info.buffer = range.buffer;
+        info.format = VK_FORMAT_R32G32B32A32_UINT;
+        info.offset = range.offset;
+        info.range = size;
+        VKLLM_VK_CHECK(vkCreateBufferView(device_.handle(), &info, nullptr, &view));
     }
+    return view;
 }
 
 uint32_t Allocator::memory_type_for(MemoryDomain domain, uint32_t allowed_types) const {
@@ -207,8 +233,7 @@ void Allocator::free(const Buffer::Piece& piece) {
     }
     // An entirely free block goes back to the driver, so a model unload returns its memory.
     if (block->free_ranges.size() == 1 && block->free_ranges.begin()->second == block->size) {
-        vkDestroyBuffer(device_.handle(), block->buffer, nullptr);
-        vkFreeMemory(device_.handle(), block->memory, nullptr);
+        destroy_block(*block);
         blocks_[piece.block].reset();
     }
 }

@@ -101,6 +101,10 @@ public:
 
     // split_granularity = 0: the buffer must fit one binding (throws otherwise).
     Buffer create(VkDeviceSize size, MemoryDomain domain, VkDeviceSize split_granularity = 0);
+    // A uniform texel buffer view of `range` as uvec4 texels (R32G32B32A32_UINT), made on first use
+    // and kept while its block lives. The range must come from this allocator; its size is rounded
+    // up to whole texels, which the 64-byte granularity of every range keeps inside its memory.
+    VkBufferView texel_view(const BufferRange& range);
     // Largest bindable range: maxStorageBufferRange, lowered by VKLLM_MAX_BUFFER_RANGE.
     VkDeviceSize max_binding_range() const { return max_range_; }
     MemoryStats stats() const;
@@ -114,6 +118,7 @@ private:
         uint32_t memory_type = 0;
         std::byte* mapped = nullptr;
         std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size, coalesced
+        std::map<std::pair<VkDeviceSize, VkDeviceSize>, VkBufferView> texel_views;  // (offset, size) -> view
     };
     Device& device_;
     VkPhysicalDeviceMemoryProperties memory_properties_{};
@@ -125,6 +130,7 @@ private:
     Buffer::Piece allocate(VkDeviceSize size, uint32_t memory_type);
     size_t create_block(VkDeviceSize size, uint32_t memory_type);
     void free(const Buffer::Piece& piece);
+    void destroy_block(Block& block);
 };
 
 }  // namespace vkllm::gpu

@@ -64,6 +64,7 @@ Module parse(std::string_view name, std::span<const uint32_t> words) {
                 break;
             case SpvOpTypeInt: case SpvOpTypeFloat: case SpvOpTypeVector: case SpvOpTypeArray:
             case SpvOpTypeRuntimeArray: case SpvOpTypeStruct: case SpvOpTypePointer: case SpvOpTypeBool:
+            case SpvOpTypeImage: case SpvOpTypeSampledImage:
                 need(1);
                 m.types[w[0]] = {op, std::vector<uint32_t>(w.begin() + 1, w.end())};
                 break;
@@ -117,6 +118,20 @@ uint32_t type_bytes(std::string_view name, const Module& m, uint32_t id, int dep
     }
 }
 
+// A `uniform usamplerBuffer`: the one image type vkllm binds, always as 32-bit uint texels.
+bool is_uint_texel_buffer(const Module& m, uint32_t type_id) {
+    auto sampled = m.types.find(type_id);
+    if (sampled == m.types.end() || sampled->second.op != SpvOpTypeSampledImage || sampled->second.operands.empty())
+        return false;
+    auto image = m.types.find(sampled->second.operands[0]);
+    if (image == m.types.end() || image->second.op != SpvOpTypeImage || image->second.operands.size() < 6) return false;
+    const std::vector<uint32_t>& o = image->second.operands;  // sampled type, dim, depth, arrayed, MS, sampled
+    auto component = m.types.find(o[0]);
+    bool uint32 = component != m.types.end() && component->second.op == SpvOpTypeInt &&
+                  component->second.operands == std::vector<uint32_t>{32, 0};
+    return uint32 && o[1] == SpvDimBuffer && o[5] == 1;
+}
+
 }  // namespace
 
 std::array<uint32_t, 3> ShaderInfo::local_size_with(std::span<const SpecConstant> spec) const {
@@ -143,13 +158,15 @@ ShaderInfo reflect(std::string_view name, std::span<const uint32_t> spirv) {
         if (storage != SpvStorageClassStorageBuffer && storage != SpvStorageClassUniform &&
             storage != SpvStorageClassUniformConstant)
             continue;
-        if (storage == SpvStorageClassUniformConstant) fail("shader '{}' uses images or samplers", name);
+        if (storage == SpvStorageClassUniformConstant && !is_uint_texel_buffer(m, pointer->second.operands[1]))
+            fail("shader '{}' uses images or samplers other than a usamplerBuffer", name);
         auto set = m.sets.find(id);
         auto binding = m.bindings.find(id);
         if (set == m.sets.end() || binding == m.bindings.end()) fail("shader '{}': a buffer without a binding", name);
         if (set->second != 0) fail("shader '{}' uses descriptor set {}; vkllm binds set 0 only", name, set->second);
-        bindings[binding->second] = storage == SpvStorageClassUniform ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
-                                                                       : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+        bindings[binding->second] = storage == SpvStorageClassUniform        ? VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER
+                                    : storage == SpvStorageClassUniformConstant ? VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER
+                                                                                : VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
     }
     for (auto [binding, type] : bindings) {
         if (binding != info.bindings.size()) fail("shader '{}': binding {} is not followed on from 0", name, binding);

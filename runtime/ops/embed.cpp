@@ -12,7 +12,7 @@ std::vector<gpu::Dispatch> get_rows(gpu::Device& device, const WeightMatrix& wei
     if (ids.size < uint64_t(n_tokens) * 4 || out.size < uint64_t(n_tokens) * weights.cols * 4)
         fail("get_rows: {} tokens of {} columns need ids of {} bytes and out of {} bytes, got {} and {}", n_tokens,
              weights.cols, uint64_t(n_tokens) * 4, uint64_t(n_tokens) * weights.cols * 4, ids.size, out.size);
-    const gpu::Pipeline& pipeline = device.pipelines().get(weight_pipeline_name("get_rows", weights.type, false),
+    const gpu::Pipeline& pipeline = device.pipelines().get(weight_pipeline_name("get_rows", weights.type, false, false),
                                                            {{0, 64}});
     const uint64_t units = uint64_t(n_tokens) * ((weights.cols + weight_unit_elems - 1) / weight_unit_elems);
     std::vector<gpu::Dispatch> dispatches;

@@ -59,7 +59,7 @@ std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& ex
              gguf::type_name(experts.type));
 
     const gpu::Pipeline& pipeline =
-        device.pipelines().get(weight_pipeline_name("matvec_id", experts.type, launch.float16),
+        device.pipelines().get(weight_pipeline_name("matvec_id", experts.type, launch.float16, launch.texel_reads),
                                {{0, launch.workgroup_size},
                                 {3, launch.threads_per_row},
                                 {4, launch.rows_per_team},
@@ -121,7 +121,7 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
              launch.float16 ? " in fp16" : "");
 
     const gpu::Pipeline& pipeline =
-        device.pipelines().get(weight_pipeline_name("matmul_id", experts.type, launch.float16),
+        device.pipelines().get(weight_pipeline_name("matmul_id", experts.type, launch.float16, launch.texel_reads),
                                {{0, invocations}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t row_groups = (select.rows + launch.tile_rows - 1) / launch.tile_rows;
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;

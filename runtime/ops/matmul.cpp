@@ -12,23 +12,30 @@ namespace vkllm::ops {
 
 namespace {
 
-constexpr uint32_t outputs_per_lane = 4;  // TM and TN in shaders/matmul_body.glsl
+constexpr uint32_t outputs_per_lane = 4;  // TM and TN in shaders/matmul_body.glsl, TM in matmul_lanes.glsl
 constexpr uint32_t tile_line_bytes = 9 * 16;  // TILE_STRIDE vec4s of fp32
+constexpr uint32_t max_lane_tokens = 8;       // MAX_TOKENS in shaders/matmul_lanes.glsl
 // Units of 32 columns one dispatch sums over. A unit costs each invocation about 14 loop iterations
 // and lavapipe silently stops loops (after 65535 iterations for these kernels, 21845 for a loop in
 // ../shared/docs/lavapipe.md), so longer rows take several dispatches.
 constexpr uint32_t max_units_per_dispatch = 768;
 
+// The texel-read variant (shaders/matmul_lanes.glsl) gives each invocation 4 rows and all the tile's
+// tokens; the storage one (matmul_body.glsl) 4 x 4 of the tile, staged in shared memory.
 uint32_t workgroup_size(const MatmulConfig& config) {
+    if (config.texel_reads) return config.tile_rows / outputs_per_lane;
     return config.tile_rows / outputs_per_lane * (config.tile_tokens / outputs_per_lane);
 }
 
 void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
-    if (config.tile_rows == 0 || config.tile_tokens == 0 || config.tile_rows % outputs_per_lane != 0 ||
-        config.tile_tokens % outputs_per_lane != 0)
-        fail("matmul: a {} x {} tile is not made of 4 x 4 blocks", config.tile_rows, config.tile_tokens);
+    const bool tokens_fit = config.texel_reads ? config.tile_tokens <= max_lane_tokens
+                                               : config.tile_tokens % outputs_per_lane == 0;
+    if (config.tile_rows == 0 || config.tile_tokens == 0 || config.tile_rows % outputs_per_lane != 0 || !tokens_fit)
+        fail("matmul: a {} x {} tile does not fit the {} kernel", config.tile_rows, config.tile_tokens,
+             config.texel_reads ? "texel-read" : "shared-memory");
     const uint32_t invocations = workgroup_size(config);
-    const uint64_t shared_bytes = uint64_t(config.tile_rows + config.tile_tokens) * tile_line_bytes;
+    const uint64_t shared_bytes =
+        config.texel_reads ? 0 : uint64_t(config.tile_rows + config.tile_tokens) * tile_line_bytes;
     if (invocations > caps.max_workgroup_invocations || invocations > caps.max_workgroup_size[0] ||
         shared_bytes > caps.max_shared_memory)
         fail("matmul: a {} x {} tile needs {} invocations and {} bytes of shared memory, more than the device has",
@@ -40,14 +47,18 @@ void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, ggu
 }  // namespace
 
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type) {
-    // A CPU device gets smaller tiles (fewer invocations between barriers) and fp32: fp16 arithmetic
-    // only adds conversions on a CPU.
-    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) return {.tile_rows = 32, .tile_tokens = 32, .float16 = false};
-    return {.tile_rows = 64, .tile_tokens = 64, .float16 = caps.use_float16() && has_f16_variant(type)};
+    // A CPU device gets fp32 (fp16 arithmetic only adds conversions on a CPU) and, reading through
+    // texel buffers, the register-tiled kernel: 8 lanes of 4 rows, 4 tokens each.
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        if (caps.texel_reads()) return {.tile_rows = 32, .tile_tokens = 4, .float16 = false, .texel_reads = true};
+        return {.tile_rows = 32, .tile_tokens = 32, .float16 = false, .texel_reads = false};
+    }
+    return {.tile_rows = 64, .tile_tokens = 64, .float16 = caps.use_float16() && has_f16_variant(type),
+            .texel_reads = caps.texel_reads()};
 }
 
-std::string matmul_pipeline_name(gguf::GgmlType type, bool float16) {
-    return weight_pipeline_name("matmul", type, float16);
+std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config) {
+    return weight_pipeline_name("matmul", type, config.float16, config.texel_reads);
 }
 
 std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
@@ -67,7 +78,7 @@ std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weigh
     check_config(launch, caps, weights.type);
 
     const gpu::Pipeline& pipeline = device.pipelines().get(
-        matmul_pipeline_name(weights.type, launch.float16),
+        matmul_pipeline_name(weights.type, launch),
         {{0, workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
     const uint32_t units = (weights.cols + weight_unit_elems - 1) / weight_unit_elems;

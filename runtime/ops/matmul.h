@@ -18,10 +18,11 @@ struct MatmulConfig {
     uint32_t tile_rows = 64;
     uint32_t tile_tokens = 64;
     bool float16 = false;  // fp16 tiles and products, f32 accumulation (where the type has a variant)
+    bool texel_reads = false;  // weights through texel buffers (gpu::Capabilities::texel_reads)
 };
 
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type);
-std::string matmul_pipeline_name(gguf::GgmlType type, bool float16);
+std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config);
 
 // The dispatches computing y = W x (y += W x with accumulate) for n_tokens vectors: one per weight
 // segment and per 24576 columns (longer rows are summed in pieces, in order, so they must run in

@@ -98,10 +98,11 @@ bool has_f16_variant(gguf::GgmlType type) {
     return type != gguf::GgmlType::F32 && type != gguf::GgmlType::BF16;
 }
 
-std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16) {
-    std::string name = fmt::format("{}_{}", op, gguf::type_name(type));
+std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16, bool texel_reads) {
+    std::string name = fmt::format("{}_{}{}{}", op, gguf::type_name(type), float16 ? "_f16" : "",
+                                   texel_reads ? "_texel" : "");
     std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-    return float16 ? name + "_f16" : name;
+    return name;
 }
 
 std::array<uint32_t, 3> group_grid(uint64_t groups, const gpu::Capabilities& caps) {
@@ -117,12 +118,13 @@ MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, u
         // lavapipe runs a subgroup as the SIMD lanes of one CPU thread: a row per lane needs no
         // reduction, four rows per lane reuse each x load, and fp16 arithmetic only adds conversions
         // on a CPU (docs/PERFORMANCE.md has the measurements).
-        config = {.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 4, .float16 = false};
+        config = {.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 4, .float16 = false,
+                  .texel_reads = caps.texel_reads()};
     } else {
         // One or more subgroups per row, so consecutive lanes read consecutive blocks.
         const uint32_t team = std::max(32u, subgroup_team(caps));
         config = {.workgroup_size = std::max(128u, team), .threads_per_row = team, .rows_per_team = 2,
-                  .float16 = caps.use_float16() && has_f16_variant(type)};
+                  .float16 = caps.use_float16() && has_f16_variant(type), .texel_reads = caps.texel_reads()};
     }
     return fit_row_length(config, caps, cols);
 }
@@ -139,8 +141,8 @@ bool glu_input_pays(const gpu::Capabilities& caps, const WeightMatrix& weights) 
     return groups * (weights.cols / config.threads_per_row) <= steps_per_dispatch;
 }
 
-std::string matvec_pipeline_name(gguf::GgmlType type, bool float16) {
-    return weight_pipeline_name("matvec", type, float16);
+std::string matvec_pipeline_name(gguf::GgmlType type, const MatvecConfig& config) {
+    return weight_pipeline_name("matvec", type, config.float16, config.texel_reads);
 }
 
 std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
@@ -166,7 +168,7 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
     launch = fit_row_length(launch, caps, weights.cols);
 
     const gpu::Pipeline& pipeline = device.pipelines().get(
-        matvec_pipeline_name(weights.type, launch.float16),
+        matvec_pipeline_name(weights.type, launch),
         {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team},
          {5, uint32_t(input.kind)}, {6, norm_by_workgroup(caps, input, weights.cols)}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;

@@ -46,8 +46,9 @@ struct WeightSegment {
 // The segments holding the matrix's rows; throws vkllm::Error naming `op` for a bad shape or buffer.
 std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::string_view op);
 bool has_f16_variant(gguf::GgmlType type);  // all but F32 (precision) and BF16 (range)
-// "matvec_q4_k", "matmul_f16_f16": the op, the weight type, then _f16 for the fp16 variant.
-std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16);
+// "matvec_q4_k", "matmul_f16_f16_texel": the op, the weight type, then _f16 for the fp16 variant and
+// _texel for the one reading through texel buffers (gpu::Capabilities::texel_reads).
+std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16, bool texel_reads);
 // Workgroup counts covering `groups` along x, folded into y past the device's x limit.
 std::array<uint32_t, 3> group_grid(uint64_t groups, const gpu::Capabilities& caps);
 
@@ -57,11 +58,12 @@ struct MatvecConfig {
     uint32_t threads_per_row = 32;  // 1, or a multiple of the device's largest subgroup size
     uint32_t rows_per_team = 2;     // rows each team of threads_per_row computes, 1..4
     bool float16 = false;           // the fp16-arithmetic variant (where the type and device have one)
+    bool texel_reads = false;       // weights, x and the norm weight through texel buffers
 };
 
 MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols);
-// The pipeline name for a weight type: matvec_q4_k, or matvec_q4_k_f16 for the fp16 variant.
-std::string matvec_pipeline_name(gguf::GgmlType type, bool float16);
+// The pipeline name for a weight type and launch: matvec_q4_k, matvec_q4_k_f16, matvec_q4_k_texel...
+std::string matvec_pipeline_name(gguf::GgmlType type, const MatvecConfig& config);
 
 // The vector a matvec multiplies, formed from x as the kernel loads it, so that the pass which would
 // otherwise write it (and its dispatch) disappears.

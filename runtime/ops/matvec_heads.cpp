@@ -40,7 +40,7 @@ gpu::Dispatch matvec_heads(gpu::Device& device, const WeightMatrix& weights, uin
         fail("matvec_heads: {} heads of {} tokens exceed the device's grid", n_head, n_tokens);
 
     gpu::Dispatch dispatch;
-    dispatch.pipeline = &device.pipelines().get(weight_pipeline_name("matvec_heads", weights.type, false),
+    dispatch.pipeline = &device.pipelines().get(weight_pipeline_name("matvec_heads", weights.type, false, caps.texel_reads()),
                                                 {{0, workgroup_size}});
     dispatch.bindings = {{segments[0].range, gpu::Access::Read}, {x, gpu::Access::Read}, {y, gpu::Access::Write}};
     dispatch.params(params::MatvecHeadsParams{weights.cols, rows, x_layout.stride, x_layout.offset,

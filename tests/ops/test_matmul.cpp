@@ -38,9 +38,9 @@ void check_matmul(gpu::Device& device, gpu::Transfer& transfer, const MatmulCase
 
     const ops::MatmulConfig used = c.config.value_or(ops::matmul_config(device.caps(), c.type));
     const double error = test::relative_error(got, want);
-    INFO(fmt::format("{} {} x {} by {} tokens{} seed {}: tile {} x {}, {}, {} segments: relative error {:.3g}",
+    INFO(fmt::format("{} {} x {} by {} tokens{} seed {}: tile {} x {}{}, {}, {} segments: relative error {:.3g}",
                      gguf::type_name(c.type), c.rows, c.cols, c.n_tokens, c.accumulate ? " accumulate" : "", seed,
-                     used.tile_rows, used.tile_tokens, used.float16 ? "fp16" : "fp32",
+                     used.tile_rows, used.tile_tokens, used.texel_reads ? " texel" : "", used.float16 ? "fp16" : "fp32",
                      weight_buffer.segments().size(), error));
     CHECK(error <= (used.float16 ? test::f16_tolerance : test::f32_tolerance));
 }
@@ -64,11 +64,15 @@ TEST_CASE("matmul matches the reference for every weight type, partial tiles inc
     }
 }
 
-TEST_CASE("matmul gives the same result for every tile shape, fp16 and fp32 arithmetic") {
+TEST_CASE("matmul gives the same result for every tile shape, both kernels, fp16 and fp32 arithmetic") {
     const gpu::Capabilities& caps = test::device().caps();
+    // Shared-memory tiles, then the register tiles of the texel-read kernel (up to 8 tokens a lane).
     const std::vector<ops::MatmulConfig> tiles = {{.tile_rows = 16, .tile_tokens = 16},
                                                   {.tile_rows = 64, .tile_tokens = 32},
-                                                  {.tile_rows = 32, .tile_tokens = 64}};
+                                                  {.tile_rows = 32, .tile_tokens = 64},
+                                                  {.tile_rows = 4, .tile_tokens = 1, .texel_reads = true},
+                                                  {.tile_rows = 16, .tile_tokens = 3, .texel_reads = true},
+                                                  {.tile_rows = 32, .tile_tokens = 8, .texel_reads = true}};
     // Tiles do not depend on the block format: a K-quant and a 2-byte aligned type stand for the rest.
     for (gguf::GgmlType type : {gguf::GgmlType::Q4_K, gguf::GgmlType::Q8_0}) {
         const uint32_t g = test::column_granularity(type);

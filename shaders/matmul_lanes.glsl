@@ -1,0 +1,76 @@
+// Matrix-matrix product Y = W X (or Y += W X) for CPU devices: the TEXEL_READS variant of
+// matmul_<type> (see matmul_body.glsl for the bindings and the unit ranges). lavapipe runs shared
+// memory at the cost of storage buffers (a scalar load per lane and word) and a barrier as a switch
+// between coroutines, so this kernel has neither: each invocation keeps TM rows x TILE_TOKENS
+// tokens of Y in registers, decodes each unit of its rows once for all its tokens, and fetches x
+// through a texel buffer (the same texel in every lane of a workgroup: one vector gather).
+#include "params.h"
+#include "unit_dot.glsl"
+
+const uint TM = 4;           // rows per invocation
+const uint MAX_TOKENS = 8;   // tokens per invocation at most
+
+// The workgroup size must be TILE_ROWS / TM.
+layout(local_size_x_id = 0) in;
+layout(constant_id = 3) const uint TILE_ROWS = 32;   // a multiple of TM
+layout(constant_id = 4) const uint TILE_TOKENS = 4;  // 1..MAX_TOKENS
+
+layout(set = 0, binding = 1) uniform usamplerBuffer x_texels;
+layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
+layout(push_constant) uniform Push { MatmulParams p; };
+
+vec4 x_at(uint i4) { return uintBitsToFloat(texelFetch(x_texels, int(i4))); }
+
+void main() {
+    const uint first_row = gl_WorkGroupID.x * TILE_ROWS + gl_LocalInvocationID.x * TM;
+    const uint first_token = gl_WorkGroupID.y * TILE_TOKENS;
+    const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
+    const uint row_bytes = weight_row_bytes(p.cols);
+
+    // Rows and tokens past the end repeat the last one (never stored), so every lane runs the same loop.
+    uint row_byte[TM];
+    [[unroll]] for (uint i = 0; i < TM; ++i) row_byte[i] = min(first_row + i, p.row_count - 1) * row_bytes;
+    uint x_base[MAX_TOKENS];
+    float acc[TM][MAX_TOKENS];
+    [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
+        x_base[t] = min(first_token + t, p.n_tokens - 1) * p.cols;
+        [[unroll]] for (uint i = 0; i < TM; ++i) acc[i][t] = 0.0;
+    }
+
+    for (uint u = p.unit_begin; u < p.unit_end; ++u) {
+        const uint block = u / units_per_block, unit = u % units_per_block;
+        const uint runs = DENSE ? min(UNIT_RUNS, (p.cols - u * UNIT_ELEMS) / 4) : UNIT_RUNS;
+        const uint col0 = block * BLOCK_ELEMS;
+        QVEC4 q[TM][UNIT_RUNS];
+        vec2 scale_bias[TM][SCALE_GROUPS];
+        [[unroll]] for (uint i = 0; i < TM; ++i)
+            decode_unit(row_byte[i] + block * BLOCK_BYTES, unit, runs, q[i], scale_bias[i]);
+        [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
+            if (t < TILE_TOKENS) {
+                QVEC4 xs[UNIT_RUNS];
+                float xsum[SCALE_GROUPS];
+                [[unroll]] for (uint g = 0; g < SCALE_GROUPS; ++g) xsum[g] = 0.0;
+                [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
+                    vec4 x = vec4(0.0);
+                    if (r < runs) x = x_at((x_base[t] + col0 + run_element(unit, r)) >> 2);
+                    xs[r] = QVEC4(x);
+                    if (HAS_BIAS) xsum[r / (UNIT_RUNS / SCALE_GROUPS)] += dot(x, vec4(1.0));
+                }
+                [[unroll]] for (uint i = 0; i < TM; ++i) acc[i][t] += unit_dot(q[i], scale_bias[i], xs, xsum);
+            }
+        }
+    }
+
+    [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
+        const uint token = first_token + t;
+        [[unroll]] for (uint i = 0; i < TM; ++i) {
+            const uint row = first_row + i;
+            if (t < TILE_TOKENS && token < p.n_tokens && row < p.row_count) {
+                const uint index = token * p.rows + p.row_offset + row;
+                float value = acc[i][t];
+                if (p.accumulate != 0u) value += y[index];
+                y[index] = value;
+            }
+        }
+    }
+}
