@@ -182,8 +182,10 @@ Plan plan_gemma3(const Source& source) {
     Plan plan;
     plan.metadata.add_string("general.architecture", "gemma3");
     add_keys(plan.metadata, text);
-    if (!std::filesystem::exists(source.dir / "tokenizer.model"))
-        fail("{}: no tokenizer.model (the Gemma 3 converter reads SentencePiece's model)", source.dir.string());
+    if (!std::filesystem::exists(source.dir / "tokenizer.model") && !std::filesystem::exists(source.dir / "tokenizer.json"))
+        fail("{}: no tokenizer.model or tokenizer.json (the Gemma 3 converter reads SentencePiece's model or HF's "
+             "conversion of it)",
+             source.dir.string());
     const uint64_t n_vocab =
         add_sentencepiece_vocab(plan.metadata, source.dir, text.opt_u64("vocab_size").value_or(default_n_vocab));
     plan.metadata.add_bool("tokenizer.ggml.add_space_prefix", false);

@@ -15,7 +15,8 @@ size_t add_tekken_vocab(gguf::Writer& writer, const std::filesystem::path& tekke
 
 // From SentencePiece's dir/tokenizer.model and the Hugging Face files beside it (convert_hf_to_gguf.py
 // `_create_vocab_sentencepiece`, gguf-py `SpecialVocab`): model llama, pre default, the pieces with
-// their scores and types (user-defined pieces count as normal), added_tokens.json then
+// their scores and types (user-defined pieces count as normal; without tokenizer.model, the pieces
+// of tokenizer.json's SentencePiece-style BPE, scored by merge rank), added_tokens.json then
 // tokenizer_config.json's added_tokens_decoder over them, ids past the pieces up to vocab_size (0:
 // the pieces' count) as "[PADi]" unused tokens; the special ids from tokenizer_config.json (looked up
 // in tokenizer.json's added tokens) and config.json, add_bos/add_eos/add_sep from tokenizer.json's

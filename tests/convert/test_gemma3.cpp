@@ -290,7 +290,7 @@ TEST_CASE("Gemma 3: llama.cpp's keys, norms plus one, the SentencePiece vocabula
     }
 }
 
-TEST_CASE("Gemma 3: a checkpoint without tokenizer.model, or with fewer embedding rows than tokens, is refused") {
+TEST_CASE("Gemma 3: a checkpoint without a usable tokenizer, or with fewer embedding rows than tokens, is refused") {
     const Checkpoint checkpoint = write_checkpoint(false);
     const auto output = std::filesystem::temp_directory_path() / "vkllm_test_gemma3_refused.gguf";
     std::ofstream(checkpoint.dir / "config.json")
@@ -299,9 +299,12 @@ TEST_CASE("Gemma 3: a checkpoint without tokenizer.model, or with fewer embeddin
                          doctest::Contains("model.safetensors: tensor 'model.embed_tokens.weight' has fewer rows than "
                                            "the 320 tokens of the vocabulary"),
                          Error);
-    std::filesystem::remove(checkpoint.dir / "tokenizer.model");
+    std::filesystem::remove(checkpoint.dir / "tokenizer.model");  // the test's tokenizer.json has no model
     CHECK_THROWS_WITH_AS(convert::convert({.hf_dir = checkpoint.dir, .output = output}),
-                         doctest::Contains("no tokenizer.model"), Error);
+                         doctest::Contains("tokenizer.json: not a SentencePiece-style tokenizer"), Error);
+    std::filesystem::remove(checkpoint.dir / "tokenizer.json");
+    CHECK_THROWS_WITH_AS(convert::convert({.hf_dir = checkpoint.dir, .output = output}),
+                         doctest::Contains("no tokenizer.model or tokenizer.json"), Error);
     CHECK(!std::filesystem::exists(output));
     std::filesystem::remove_all(checkpoint.dir);
 }

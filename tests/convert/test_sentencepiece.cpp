@@ -1,17 +1,26 @@
 // The tokenizer.model reader on models written here (every kept field, fields to skip, hostile
 // bytes), and the SentencePiece vocabulary writer against llama.cpp's own conversion of a real
-// tokenizer.model (../shared/testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf).
+// tokenizer.model (../shared/testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf), from the
+// tokenizer.model and from the tokenizer.json Hugging Face would make of it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <map>
+#include <optional>
+
+#include <nlohmann/json.hpp>
 
 #include "convert/sentencepiece.h"
 #include "convert/vocab_keys.h"
 #include "core/error.h"
 #include "gguf/reader.h"
+#include "../tokenizer/vectors.h"
 #include "safetensors_writer.h"
 #include "sentencepiece_writer.h"
+#include "tokenizer/tokenizer.h"
 
 using namespace vkllm;
 
@@ -31,6 +40,34 @@ convert::SentencePieceModel sample_model() {
 
 convert::SentencePieceModel parse(const std::vector<std::byte>& bytes) {
     return convert::parse_sentencepiece(bytes, "t.model");
+}
+
+// llama.cpp's conversion of Llama's tokenizer.model, or nullopt (skip) when ../shared is absent.
+std::optional<gguf::File> llama_spm() {
+    const auto path = std::filesystem::path(VKLLM_SHARED_DIR) / "testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf";
+    if (!std::filesystem::exists(path)) {
+        MESSAGE("../shared/testdata absent: skipping");
+        return std::nullopt;
+    }
+    return gguf::File::open(path);
+}
+
+// The pieces of the tokenizer.model a GGUF vocabulary came from.
+std::vector<convert::Piece> pieces_of(const gguf::File& vocab) {
+    const auto tokens = *vocab.get_string_array("tokenizer.ggml.tokens");
+    const auto scores = *vocab.get_f32_array("tokenizer.ggml.scores");
+    const auto types = *vocab.get_i32_array("tokenizer.ggml.token_type");
+    std::vector<convert::Piece> pieces;
+    for (size_t i = 0; i < tokens.size(); ++i)
+        pieces.push_back({std::string(tokens[i]), scores[i], convert::PieceType(types[i])});
+    return pieces;
+}
+
+std::filesystem::path scratch_dir(const std::string& name) {
+    const auto dir = std::filesystem::temp_directory_path() / name;
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
 }
 
 std::vector<std::byte> raw(std::string_view text) {
@@ -102,25 +139,17 @@ TEST_CASE("a truncated or hostile tokenizer.model is refused with one vkllm::Err
 }
 
 TEST_CASE("SentencePiece vocabulary: llama.cpp's conversion of a real tokenizer.model round-trips exactly") {
-    const auto reference_path =
-        std::filesystem::path(VKLLM_SHARED_DIR) / "testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf";
-    if (!std::filesystem::exists(reference_path)) {
-        MESSAGE("../shared/testdata absent: skipping");
-        return;
-    }
+    const std::optional<gguf::File> reference = llama_spm();
+    if (!reference) return;
     // The tokenizer.model llama.cpp read, rebuilt from the pieces it wrote (its user-defined pieces
     // were written as normal, and come back so).
-    const gguf::File reference = gguf::File::open(reference_path);
-    const auto tokens = *reference.get_string_array("tokenizer.ggml.tokens");
-    const auto scores = *reference.get_f32_array("tokenizer.ggml.scores");
-    const auto types = *reference.get_i32_array("tokenizer.ggml.token_type");
+    const auto tokens = *reference->get_string_array("tokenizer.ggml.tokens");
+    const auto scores = *reference->get_f32_array("tokenizer.ggml.scores");
+    const auto types = *reference->get_i32_array("tokenizer.ggml.token_type");
     REQUIRE(tokens.size() == 32000);
     convert::SentencePieceModel model;
-    for (size_t i = 0; i < tokens.size(); ++i)
-        model.pieces.push_back({std::string(tokens[i]), scores[i], convert::PieceType(types[i])});
-    const auto dir = std::filesystem::temp_directory_path() / "vkllm_test_spm_vocab";
-    std::filesystem::remove_all(dir);
-    std::filesystem::create_directories(dir);
+    model.pieces = pieces_of(*reference);
+    const auto dir = scratch_dir("vkllm_test_spm_vocab");
     test::write_file(dir / "tokenizer.model", test::sentencepiece_bytes(model));
 
     gguf::Writer writer;
@@ -137,5 +166,59 @@ TEST_CASE("SentencePiece vocabulary: llama.cpp's conversion of a real tokenizer.
         differences += got_tokens[i] != tokens[i] || std::memcmp(&got_scores[i], &scores[i], 4) != 0 ||
                        got_types[i] != types[i];
     CHECK(differences == 0);
+    std::filesystem::remove_all(dir);
+}
+
+// Without tokenizer.model, the tokenizer.json Hugging Face makes from it: no scores, but the merges in
+// the order of the pieces' scores (transformers' SentencePieceExtractor: every split of a piece into
+// two pieces, by the piece's score, then by the ids of the halves). The vocabulary rebuilt from the
+// merge ranks must tokenize llama.cpp's test strings to llama.cpp's ids.
+TEST_CASE("SentencePiece vocabulary from tokenizer.json: scores from the merge ranks tokenize as llama.cpp does") {
+    const std::optional<gguf::File> reference = llama_spm();
+    if (!reference) return;
+    const std::vector<convert::Piece> pieces = pieces_of(*reference);
+    std::map<std::string, size_t, std::less<>> ids;
+    nlohmann::ordered_json vocab, added = nlohmann::json::array();
+    for (size_t id = 0; id < pieces.size(); ++id) {
+        ids.emplace(pieces[id].text, id);
+        vocab[pieces[id].text] = id;
+        if (pieces[id].type == convert::PieceType::Control || pieces[id].type == convert::PieceType::Unknown)
+            added.push_back({{"id", id}, {"content", pieces[id].text}, {"special", true}});
+    }
+    struct Merge {
+        float score;
+        size_t left, right;
+    };
+    std::vector<Merge> merges;
+    for (const convert::Piece& piece : pieces) {
+        if (piece.type != convert::PieceType::Normal) continue;
+        for (size_t split = 1; split < piece.text.size(); ++split) {
+            const auto left = ids.find(std::string_view(piece.text).substr(0, split));
+            const auto right = ids.find(std::string_view(piece.text).substr(split));
+            if (left != ids.end() && right != ids.end()) merges.push_back({piece.score, left->second, right->second});
+        }
+    }
+    std::stable_sort(merges.begin(), merges.end(), [](const Merge& a, const Merge& b) {
+        return a.score != b.score ? a.score > b.score : std::pair(a.left, a.right) < std::pair(b.left, b.right);
+    });
+    nlohmann::ordered_json merge_list = nlohmann::json::array();
+    for (const Merge& m : merges) merge_list.push_back({pieces[m.left].text, pieces[m.right].text});
+    const nlohmann::ordered_json tokenizer = {
+        {"added_tokens", added},
+        {"model", {{"type", "BPE"}, {"byte_fallback", true}, {"unk_token", "<unk>"}, {"vocab", vocab},
+                   {"merges", merge_list}}}};
+    const auto dir = scratch_dir("vkllm_test_spm_tokenizer_json");
+    std::ofstream(dir / "tokenizer.json") << tokenizer.dump();
+
+    gguf::Writer writer;
+    CHECK(convert::add_sentencepiece_vocab(writer, dir, 0) == pieces.size());
+    const tokenizer::Tokenizer converted(tokenizer::from_gguf(gguf::File::from_bytes(writer.bytes(), "vocab.gguf")));
+    const auto data = std::filesystem::path(VKLLM_SHARED_DIR) / "testdata/tokenizer/llamacpp";
+    const auto strings = test::read_inp(data / "ggml-vocab-llama-spm.gguf.inp");
+    const auto expected = test::read_out(data / "ggml-vocab-llama-spm.gguf.out");
+    REQUIRE(strings.size() == expected.size());
+    size_t matching = 0;
+    for (size_t i = 0; i < strings.size(); ++i) matching += converted.tokenize(strings[i], false, false) == expected[i];
+    CHECK(matching == strings.size());
     std::filesystem::remove_all(dir);
 }
