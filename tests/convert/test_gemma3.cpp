@@ -319,33 +319,42 @@ TEST_CASE("Gemma 3: a published config (4B) gets transformers' defaults for the 
     test::write_file(dir / "model.safetensors",
                      test::safetensors_bytes({test::f32_tensor("model.language_model.norm.weight", {2560},
                                                                std::vector<float>(2560, 0.5f))}));
-    const std::string config = R"({"architectures": ["Gemma3ForConditionalGeneration"], "boi_token_index": 255999,
-  "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144, "initializer_range": 0.02,
-  "mm_tokens_per_image": 256, "model_type": "gemma3",
-  "text_config": {"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
-    "num_hidden_layers": 34, "rope_scaling": {"factor": 8.0, "rope_type": "linear"}, "sliding_window": 1024},
+    // as published (transformers 4.50), and with transformers 5's rope_parameters per layer type
+    const std::string rope_scaling = R"("rope_scaling": {"factor": 8.0, "rope_type": "linear"})";
+    const std::string rope_parameters = R"("rope_parameters": {"full_attention": {"rope_type": "linear",
+      "factor": 8.0, "rope_theta": 1000000.0}, "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}})";
+    for (const std::string& rope : {rope_scaling, rope_parameters}) {
+        CAPTURE(rope);
+        const std::string config = fmt::format(R"({{"architectures": ["Gemma3ForConditionalGeneration"],
+  "boi_token_index": 255999, "eoi_token_index": 256000, "eos_token_id": [1, 106], "image_token_index": 262144,
+  "initializer_range": 0.02, "mm_tokens_per_image": 256, "model_type": "gemma3",
+  "text_config": {{"hidden_size": 2560, "intermediate_size": 10240, "model_type": "gemma3_text",
+    "num_hidden_layers": 34, {}, "sliding_window": 1024}},
   "torch_dtype": "bfloat16", "transformers_version": "4.50.0.dev0",
-  "vision_config": {"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
+  "vision_config": {{"hidden_size": 1152, "image_size": 896, "intermediate_size": 4304,
     "model_type": "siglip_vision_model", "num_attention_heads": 16, "num_hidden_layers": 27, "patch_size": 14,
-    "vision_use_head": false}})";
-    const convert::Source source{dir, convert::HfConfig::parse(config, "config.json"), convert::Checkpoint::open(dir)};
-    const convert::Plan plan = convert::plan_model(source);
-    const gguf::File file = gguf::File::from_bytes(plan.metadata.bytes(), "4b.gguf");
-    CHECK(file.get_u32("gemma3.context_length") == 131072u);
-    CHECK(file.get_u32("gemma3.embedding_length") == 2560u);
-    CHECK(file.get_u32("gemma3.block_count") == 34u);
-    CHECK(file.get_u32("gemma3.feed_forward_length") == 10240u);
-    CHECK(file.get_u32("gemma3.attention.head_count") == 8u);
-    CHECK(file.get_u32("gemma3.attention.head_count_kv") == 4u);
-    CHECK(file.get_u32("gemma3.attention.key_length") == 256u);
-    CHECK(file.get_u32("gemma3.attention.value_length") == 256u);
-    CHECK(file.get_f32("gemma3.attention.layer_norm_rms_epsilon") == 1e-6f);
-    CHECK(file.get_f32("gemma3.rope.freq_base") == 1e6f);
-    CHECK(file.get_u32("gemma3.attention.sliding_window") == 1024u);
-    CHECK(file.get_string("gemma3.rope.scaling.type") == "linear");
-    CHECK(file.get_f32("gemma3.rope.scaling.factor") == 8.0f);
-    CHECK(file.get_string_array("tokenizer.ggml.tokens")->size() == 262208u);  // padded to vocab_size
-    REQUIRE(plan.tensors.size() == 1);
-    CHECK(plan.tensors[0].name == "output_norm.weight");
+    "vision_use_head": false}}}})",
+                                               rope);
+        const convert::Source source{dir, convert::HfConfig::parse(config, "config.json"),
+                                     convert::Checkpoint::open(dir)};
+        const convert::Plan plan = convert::plan_model(source);
+        const gguf::File file = gguf::File::from_bytes(plan.metadata.bytes(), "4b.gguf");
+        CHECK(file.get_u32("gemma3.context_length") == 131072u);
+        CHECK(file.get_u32("gemma3.embedding_length") == 2560u);
+        CHECK(file.get_u32("gemma3.block_count") == 34u);
+        CHECK(file.get_u32("gemma3.feed_forward_length") == 10240u);
+        CHECK(file.get_u32("gemma3.attention.head_count") == 8u);
+        CHECK(file.get_u32("gemma3.attention.head_count_kv") == 4u);
+        CHECK(file.get_u32("gemma3.attention.key_length") == 256u);
+        CHECK(file.get_u32("gemma3.attention.value_length") == 256u);
+        CHECK(file.get_f32("gemma3.attention.layer_norm_rms_epsilon") == 1e-6f);
+        CHECK(file.get_f32("gemma3.rope.freq_base") == 1e6f);
+        CHECK(file.get_u32("gemma3.attention.sliding_window") == 1024u);
+        CHECK(file.get_string("gemma3.rope.scaling.type") == "linear");
+        CHECK(file.get_f32("gemma3.rope.scaling.factor") == 8.0f);
+        CHECK(file.get_string_array("tokenizer.ggml.tokens")->size() == 262208u);  // padded to vocab_size
+        REQUIRE(plan.tensors.size() == 1);
+        CHECK(plan.tensors[0].name == "output_norm.weight");
+    }
     std::filesystem::remove_all(dir);
 }
