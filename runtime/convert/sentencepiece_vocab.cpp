@@ -67,8 +67,7 @@ std::optional<std::string> merged_text(const json& merge) {
 // made by merge r scores -r, so llama.cpp's score-ordered merging follows the ranks. (llama.cpp's
 // LlamaHfVocab writes -1000 for every piece, which merges leftmost-first instead, and types only the
 // special_tokens_map's few tokens as control.)
-std::vector<Piece> tokenizer_json_pieces(const std::filesystem::path& path) {
-    const json tokenizer = read_json_file(path);
+std::vector<Piece> tokenizer_json_pieces(const json& tokenizer, const std::filesystem::path& path) {
     const auto model = tokenizer.is_object() ? tokenizer.find("model") : tokenizer.end();
     if (model == tokenizer.end() || !model->is_object() || model->value("type", json()) != "BPE" ||
         model->value("byte_fallback", json()) != true || !model->contains("vocab") || !(*model)["vocab"].is_object())
@@ -84,9 +83,10 @@ std::vector<Piece> tokenizer_json_pieces(const std::filesystem::path& path) {
         pieces[id.get<uint64_t>()] = {text, 0.0f, is_byte_piece(text) ? PieceType::Byte : PieceType::Normal};
         ids.emplace(text, id.get<uint64_t>());
     }
-    const json merges = model->value("merges", json::array());
-    for (size_t rank = 0; rank < merges.size(); ++rank) {
-        const std::optional<std::string> text = merged_text(merges[rank]);
+    const auto merges = model->find("merges");
+    const size_t n_merges = merges != model->end() && merges->is_array() ? merges->size() : 0;
+    for (size_t rank = 0; rank < n_merges; ++rank) {
+        const std::optional<std::string> text = merged_text((*merges)[rank]);
         if (!text) fail("{}: merge {} is not a pair of pieces", path.string(), rank);
         const auto it = ids.find(*text);
         if (it == ids.end() || scored[it->second]) continue;
@@ -95,7 +95,9 @@ std::vector<Piece> tokenizer_json_pieces(const std::filesystem::path& path) {
     }
     if (const auto unk = model->value("unk_token", json()); unk.is_string())
         if (const auto it = ids.find(unk.get<std::string>()); it != ids.end()) pieces[it->second].type = PieceType::Unknown;
-    for (const json& added : tokenizer.value("added_tokens", json::array()))
+    const auto added_tokens = tokenizer.find("added_tokens");
+    if (added_tokens == tokenizer.end() || !added_tokens->is_array()) return pieces;
+    for (const json& added : *added_tokens)
         if (added.is_object() && added.value("special", json()) == true && added.value("id", json()).is_number_unsigned() &&
             added["id"].get<uint64_t>() < pieces.size())
             pieces[added["id"].get<uint64_t>()].type = PieceType::Control;
@@ -153,16 +155,19 @@ size_t add_sentencepiece_vocab(gguf::Writer& writer, const std::filesystem::path
     std::optional<json> tokenizer_config = optional_json(dir / "tokenizer_config.json");
     if (tokenizer_config && !tokenizer_config->is_object())
         fail("{}: the top level is not an object", (dir / "tokenizer_config.json").string());
-    const std::vector<Piece> pieces = std::filesystem::exists(dir / "tokenizer.model")
-                                          ? read_sentencepiece(dir / "tokenizer.model").pieces
-                                          : tokenizer_json_pieces(dir / "tokenizer.json");
+    const std::optional<json> tokenizer = optional_json(dir / "tokenizer.json");
+    if (!tokenizer && !std::filesystem::exists(dir / "tokenizer.model"))
+        fail("{}: no tokenizer.model or tokenizer.json", dir.string());
+    const std::vector<Piece> pieces = tokenizer && !std::filesystem::exists(dir / "tokenizer.model")
+                                          ? tokenizer_json_pieces(*tokenizer, dir / "tokenizer.json")
+                                          : read_sentencepiece(dir / "tokenizer.model").pieces;
     const SpmTokens v = sentencepiece_tokens(pieces, dir, vocab_size, tokenizer_config);
     writer.add_string("tokenizer.ggml.model", "llama");
     writer.add_string("tokenizer.ggml.pre", "default");
     writer.add_string_array("tokenizer.ggml.tokens", std::span<const std::string>(v.tokens));
     writer.add_array("tokenizer.ggml.scores", std::span<const float>(v.scores));
     writer.add_array("tokenizer.ggml.token_type", std::span<const int32_t>(v.types));
-    add_special_vocab(writer, dir, v.tokens.size(), std::move(tokenizer_config));
+    add_special_vocab(writer, dir, v.tokens.size(), tokenizer, std::move(tokenizer_config));
     return v.tokens.size();
 }
 

@@ -17,9 +17,10 @@ using json = nlohmann::json;
 // gguf-py SpecialVocab over the Hugging Face tokenizer files: special ids and add_* flags.
 class SpecialVocab {
 public:
-    SpecialVocab(const std::filesystem::path& dir, size_t n_vocab, std::optional<json> tokenizer_config)
+    SpecialVocab(const std::filesystem::path& dir, size_t n_vocab, const std::optional<json>& tokenizer,
+                 std::optional<json> tokenizer_config)
         : dir_(dir), n_vocab_(n_vocab), config_(std::move(tokenizer_config)) {
-        load_tokenizer_files();
+        load_tokenizer_files(tokenizer);
         load_config_json();
     }
 
@@ -51,8 +52,7 @@ private:
 
     bool has_config() const { return config_ && !config_->empty(); }  // Python's `if tokenizer_config`
 
-    void load_tokenizer_files() {
-        const std::optional<json> tokenizer = optional_json(dir_ / "tokenizer.json");
+    void load_tokenizer_files(const std::optional<json>& tokenizer) {
         json added_tokens = json::array();
         if (tokenizer && tokenizer->is_object()) {
             if (auto it = tokenizer->find("added_tokens"); it != tokenizer->end() && it->is_array()) added_tokens = *it;
@@ -176,8 +176,8 @@ std::optional<json> optional_json(const std::filesystem::path& path) {
 }
 
 void add_special_vocab(gguf::Writer& writer, const std::filesystem::path& dir, size_t n_vocab,
-                       std::optional<nlohmann::json> tokenizer_config) {
-    SpecialVocab(dir, n_vocab, std::move(tokenizer_config)).write(writer);
+                       const std::optional<nlohmann::json>& tokenizer, std::optional<nlohmann::json> tokenizer_config) {
+    SpecialVocab(dir, n_vocab, tokenizer, std::move(tokenizer_config)).write(writer);
 }
 
 }  // namespace vkllm::convert

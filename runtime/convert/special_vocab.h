@@ -18,8 +18,9 @@ std::optional<nlohmann::json> optional_json(const std::filesystem::path& path);
 // tokenizer_config.json (looked up in tokenizer.json's added tokens) then config.json, ids at or
 // past n_vocab skipped; add_bos/add_eos/add_sep from tokenizer.json's post-processor then
 // tokenizer_config.json; the chat template (tokenizer_config.json, chat_template.jinja or .json).
-// `tokenizer_config` is dir/tokenizer_config.json as read by the caller.
+// `tokenizer` and `tokenizer_config` are dir/tokenizer.json and dir/tokenizer_config.json as the caller
+// read them.
 void add_special_vocab(gguf::Writer& writer, const std::filesystem::path& dir, size_t n_vocab,
-                       std::optional<nlohmann::json> tokenizer_config);
+                       const std::optional<nlohmann::json>& tokenizer, std::optional<nlohmann::json> tokenizer_config);
 
 }  // namespace vkllm::convert
