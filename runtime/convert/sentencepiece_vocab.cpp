@@ -73,13 +73,15 @@ std::vector<Piece> tokenizer_json_pieces(const json& tokenizer, const std::files
         model->value("byte_fallback", json()) != true || !model->contains("vocab") || !(*model)["vocab"].is_object())
         fail("{}: not a SentencePiece-style tokenizer (model type BPE with byte_fallback and a vocab)", path.string());
     const json& vocab = (*model)["vocab"];
+    if (vocab.empty()) fail("{}: model.vocab has no pieces", path.string());
     std::vector<Piece> pieces(vocab.size());
-    std::vector<bool> scored(vocab.size());
+    std::vector<bool> numbered(vocab.size()), scored(vocab.size());
     std::map<std::string, size_t, std::less<>> ids;
     for (const auto& [text, id] : vocab.items()) {
-        if (!id.is_number_unsigned() || id.get<uint64_t>() >= pieces.size() || !pieces[id.get<uint64_t>()].text.empty())
+        if (!id.is_number_unsigned() || id.get<uint64_t>() >= pieces.size() || numbered[id.get<uint64_t>()])
             fail("{}: model.vocab does not number its {} pieces 0 to {} once each", path.string(), pieces.size(),
                  pieces.size() - 1);
+        numbered[id.get<uint64_t>()] = true;
         pieces[id.get<uint64_t>()] = {text, 0.0f, is_byte_piece(text) ? PieceType::Byte : PieceType::Normal};
         ids.emplace(text, id.get<uint64_t>());
     }

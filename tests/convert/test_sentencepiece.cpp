@@ -222,3 +222,27 @@ TEST_CASE("SentencePiece vocabulary from tokenizer.json: scores from the merge r
     CHECK(matching == strings.size());
     std::filesystem::remove_all(dir);
 }
+
+TEST_CASE("a tokenizer.json that is not SentencePiece-style BPE, or numbers its pieces wrongly, is refused") {
+    const auto dir = scratch_dir("vkllm_test_spm_bad_tokenizer_json");
+    const auto refuses = [&](const char* tokenizer, const char* message) {
+        CAPTURE(tokenizer);
+        std::ofstream(dir / "tokenizer.json") << tokenizer;
+        gguf::Writer writer;
+        CHECK_THROWS_WITH_AS(convert::add_sentencepiece_vocab(writer, dir, 0), doctest::Contains(message), Error);
+    };
+    refuses(R"({"model": {"type": "Unigram", "vocab": [["a", 0.0]]}})", "not a SentencePiece-style tokenizer");
+    refuses(R"({"model": {"type": "BPE", "byte_fallback": false, "vocab": {"a": 0}}})",
+            "not a SentencePiece-style tokenizer");
+    refuses(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0, "b": 0}}})",
+            "model.vocab does not number its 2 pieces 0 to 1 once each");
+    refuses(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0, "b": 2}}})",
+            "model.vocab does not number its 2 pieces 0 to 1 once each");
+    refuses(R"({"model": {"type": "BPE", "byte_fallback": true, "vocab": {"a": 0}, "merges": [5]}})",
+            "tokenizer.json: merge 0 is not a pair of pieces");
+    std::filesystem::remove(dir / "tokenizer.json");
+    gguf::Writer writer;
+    CHECK_THROWS_WITH_AS(convert::add_sentencepiece_vocab(writer, dir, 0),
+                         doctest::Contains("no tokenizer.model or tokenizer.json"), Error);
+    std::filesystem::remove_all(dir);
+}
