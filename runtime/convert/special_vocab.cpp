@@ -33,7 +33,8 @@ public:
             if (auto it = ids_.find(kind); it != ids_.end())
                 w.add_u32("tokenizer.ggml." + id_keys.at(kind), it->second);
         for (const char* kind : {"bos", "eos", "sep"})  // the flags gguf-py has a key for
-            if (auto it = add_.find(kind); it != add_.end()) w.add_bool(fmt::format("tokenizer.ggml.add_{}_token", kind), it->second);
+            if (auto it = add_.find(kind); it != add_.end())
+                w.add_bool(fmt::format("tokenizer.ggml.add_{}_token", kind), it->second);
         write_chat_template(w);
     }
 
@@ -53,9 +54,9 @@ private:
     bool has_config() const { return config_ && !config_->empty(); }  // Python's `if tokenizer_config`
 
     void load_tokenizer_files(const std::optional<json>& tokenizer) {
-        json added_tokens = json::array();
+        const json* added_tokens = nullptr;
         if (tokenizer && tokenizer->is_object()) {
-            if (auto it = tokenizer->find("added_tokens"); it != tokenizer->end() && it->is_array()) added_tokens = *it;
+            if (auto it = tokenizer->find("added_tokens"); it != tokenizer->end() && it->is_array()) added_tokens = &*it;
             if (auto it = tokenizer->find("post_processor"); it != tokenizer->end() && it->is_object() && !it->empty())
                 read_post_processor(*it);
         }
@@ -64,8 +65,8 @@ private:
             if (const json add = config_value("add_" + kind + "_token"); add.is_boolean()) add_[kind] = add.get<bool>();
             json entry = config_value(kind + "_token");
             if (entry.is_object()) entry = entry.contains("content") ? entry["content"] : json();
-            if (!entry.is_string()) continue;
-            for (const json& token : added_tokens)
+            if (!entry.is_string() || !added_tokens) continue;
+            for (const json& token : *added_tokens)
                 if (token.is_object() && token.value("content", json()) == entry) {
                     set_id(kind, token.value("id", json()), (dir_ / "tokenizer.json").string());
                     break;
@@ -137,8 +138,8 @@ private:
             if (std::filesystem::exists(dir_ / "chat_template.jinja")) {
                 const std::vector<std::byte> text = read_file(dir_ / "chat_template.jinja", "chat template");
                 chat_template = std::string(reinterpret_cast<const char*>(text.data()), text.size());
-            } else if (const std::optional<json> file = optional_json(dir_ / "chat_template.json"); file && file->is_object()) {
-                chat_template = file->value("chat_template", json());
+            } else if (const std::optional<json> file = optional_json(dir_ / "chat_template.json")) {
+                if (file->is_object()) chat_template = file->value("chat_template", json());
             }
         }
         if (chat_template.is_string()) {

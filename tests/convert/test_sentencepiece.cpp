@@ -246,3 +246,36 @@ TEST_CASE("a tokenizer.json that is not SentencePiece-style BPE, or numbers its 
                          doctest::Contains("no tokenizer.model or tokenizer.json"), Error);
     std::filesystem::remove_all(dir);
 }
+
+// gguf-py SpecialVocab: a post-processor template ending in another token than eos_token makes that
+// token eos and the configured one eot; ids come from tokenizer_config.json before config.json
+// (text_config too); the chat template from chat_template.jinja when tokenizer_config.json has none.
+TEST_CASE("SentencePiece vocabulary: special ids, add flags and the chat template as gguf-py finds them") {
+    const auto dir = scratch_dir("vkllm_test_spm_special_vocab");
+    convert::SentencePieceModel model;
+    model.pieces = {{"<unk>", 0, convert::PieceType::Unknown}, {"<s>", 0, convert::PieceType::Control},
+                    {"</s>", 0, convert::PieceType::Control},  {"<|im_end|>", 0, convert::PieceType::Control},
+                    {"a", -1, convert::PieceType::Normal},     {"b", -2, convert::PieceType::Normal}};
+    test::write_file(dir / "tokenizer.model", test::sentencepiece_bytes(model));
+    std::ofstream(dir / "tokenizer.json") << R"({"added_tokens": [{"id": 1, "content": "<s>"},
+  {"id": 2, "content": "</s>"}, {"id": 3, "content": "<|im_end|>"}],
+  "post_processor": {"type": "TemplateProcessing", "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+    {"Sequence": {"id": "A", "type_id": 0}}, {"SpecialToken": {"id": "<|im_end|>", "type_id": 0}}]}})";
+    std::ofstream(dir / "tokenizer_config.json") << R"({"bos_token": "<s>", "eos_token": {"content": "</s>"}})";
+    std::ofstream(dir / "chat_template.jinja") << "{{ messages }}";
+    std::ofstream(dir / "config.json") << R"({"eos_token_id": 0, "text_config": {"pad_token_id": 0, "mask_token_id": 9}})";
+
+    gguf::Writer writer;
+    convert::add_sentencepiece_vocab(writer, dir, 0);
+    const gguf::File got = gguf::File::from_bytes(writer.bytes(), "vocab.gguf");
+    CHECK(got.get_u32("tokenizer.ggml.bos_token_id") == 1u);
+    CHECK(got.get_u32("tokenizer.ggml.eos_token_id") == 3u);
+    CHECK(got.get_u32("tokenizer.ggml.eot_token_id") == 2u);
+    CHECK(got.get_u32("tokenizer.ggml.padding_token_id") == 0u);
+    CHECK(got.find("tokenizer.ggml.mask_token_id") == nullptr);  // 9 is past the 6 tokens
+    CHECK(got.find("tokenizer.ggml.unknown_token_id") == nullptr);
+    CHECK(got.get_bool("tokenizer.ggml.add_bos_token") == true);
+    CHECK(got.get_bool("tokenizer.ggml.add_eos_token") == true);
+    CHECK(got.get_string("tokenizer.chat_template") == "{{ messages }}");
+    std::filesystem::remove_all(dir);
+}
