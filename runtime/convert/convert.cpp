@@ -113,9 +113,11 @@ void write_plan(const Plan& plan, const std::filesystem::path& output, OutputTyp
     writer.add_u32("general.file_type", file_type(type));
 
     const uint32_t n_layer = count_layers(plan);
+    const bool tied_output = std::none_of(plan.tensors.begin(), plan.tensors.end(),
+                                          [](const PlannedTensor& t) { return t.name == "output.weight"; });
     std::vector<gguf::GgmlType> types;
     for (const PlannedTensor& t : plan.tensors) {
-        types.push_back(t.forced_type.value_or(tensor_type(type, t.name, t.ne, n_layer)));
+        types.push_back(t.forced_type.value_or(tensor_type(type, t.name, t.ne, n_layer, tied_output)));
         writer.declare_tensor(t.name, types.back(), t.ne);
     }
 

@@ -49,8 +49,9 @@ bool use_more_bits(uint32_t layer, uint32_t n_layer) {
     return layer < n_layer / 8 || layer >= 7 * n_layer / 8 || (layer - n_layer / 8) % 3 == 2;
 }
 
-GgmlType preferred_type(OutputType type, std::string_view name, uint32_t n_layer) {
-    const bool is_output = name == "output.weight";
+GgmlType preferred_type(OutputType type, std::string_view name, uint32_t n_layer, bool tied_output) {
+    // llama-quant.cpp quantizes tied token embeddings as the output (!qs.has_output)
+    const bool is_output = name == "output.weight" || (tied_output && name == "token_embd.weight");
     switch (type) {
         case OutputType::F32: return GgmlType::F32;
         case OutputType::F16: return GgmlType::F16;
@@ -96,9 +97,10 @@ uint32_t file_type(OutputType type) {
     return 0;
 }
 
-GgmlType tensor_type(OutputType type, std::string_view name, std::span<const uint64_t> ne, uint32_t n_layer) {
+GgmlType tensor_type(OutputType type, std::string_view name, std::span<const uint64_t> ne, uint32_t n_layer,
+                     bool tied_output) {
     if (stays_f32(name, ne)) return GgmlType::F32;
-    GgmlType chosen = preferred_type(type, name, n_layer);
+    GgmlType chosen = preferred_type(type, name, n_layer, tied_output);
     if (ne[0] % gguf::block_size(chosen) == 0) return chosen;
     // llama-quant.cpp's fallback for rows the block does not divide
     if (chosen == GgmlType::Q4_K) chosen = GgmlType::Q5_0;

@@ -17,9 +17,11 @@ std::optional<OutputType> parse_output_type(std::string_view name);  // "f32" ..
 std::string_view output_type_name(OutputType type);
 uint32_t file_type(OutputType type);  // general.file_type (llama.h `llama_ftype`)
 
-// The type of tensor `name` (GGUF name, ggml shape ne) in a file of `n_layer` blocks.
+// The type of tensor `name` (GGUF name, ggml shape ne) in a file of `n_layer` blocks; `tied_output`:
+// the file has no output.weight, so token_embd.weight is the output too and takes its type.
 // Norms, biases, routers and 1-D tensors stay F32; a type whose block does not divide ne[0] falls
 // back as llama.cpp does (Q4_K -> Q5_0, Q6_K -> Q8_0, then F16).
-gguf::GgmlType tensor_type(OutputType type, std::string_view name, std::span<const uint64_t> ne, uint32_t n_layer);
+gguf::GgmlType tensor_type(OutputType type, std::string_view name, std::span<const uint64_t> ne, uint32_t n_layer,
+                           bool tied_output);
 
 }  // namespace vkllm::convert

@@ -145,11 +145,12 @@ Checkpoint write_checkpoint(bool conditional) {
     return checkpoint;
 }
 
-// Converts to F32 (copied to $VKLLM_TEST_WRITE_DIR when set, to make the reference logits from).
-std::filesystem::path convert_checkpoint(const Checkpoint& checkpoint, const std::string& name) {
+// Converts (copied to $VKLLM_TEST_WRITE_DIR when set, to make the reference logits from).
+std::filesystem::path convert_checkpoint(const Checkpoint& checkpoint, const std::string& name,
+                                         convert::OutputType type = convert::OutputType::F32) {
     const auto output = std::filesystem::temp_directory_path() / name;
     const auto start = std::chrono::steady_clock::now();
-    convert::convert({.hf_dir = checkpoint.dir, .output = output, .type = convert::OutputType::F32});
+    convert::convert({.hf_dir = checkpoint.dir, .output = output, .type = type});
     MESSAGE(name << ": converted in "
                  << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count()
                  << " ms");
@@ -357,4 +358,24 @@ TEST_CASE("Gemma 3: a published config (4B) gets transformers' defaults for the 
         CHECK(plan.tensors[0].name == "output_norm.weight");
     }
     std::filesystem::remove_all(dir);
+}
+
+// llama-quant.cpp gives tied token embeddings the output's type (Q6_K, Q8_0 where a row is not a
+// multiple of 256), not the matrices' Q4_0; vkllm runs the file to llama.cpp's logits for it.
+TEST_CASE("Gemma 3 to Q4_0: the tied token embeddings are quantized as the output, logits as llama.cpp's") {
+    const Checkpoint checkpoint = write_checkpoint(false);
+    const auto output = convert_checkpoint(checkpoint, "gemma3_convert_q4_0.gguf", convert::OutputType::Q4_0);
+    const gguf::File file = gguf::File::open(output);
+    CHECK(file.tensor("token_embd.weight").type == gguf::GgmlType::Q8_0);
+    CHECK(file.tensor("blk.0.attn_q.weight").type == gguf::GgmlType::Q4_0);
+    CHECK(file.tensor("blk.0.attn_norm.weight").type == gguf::GgmlType::F32);
+    auto model = model::load_model(test::device(), file);
+    const auto data = std::filesystem::path(VKLLM_SOURCE_DIR) / "tests/data/gemma3_convert";
+    const std::vector<float> logits = test::session_logits(*model, test::read_tokens(data / "tokens.txt"));
+    std::string detail;
+    const bool passed = test::meets_criteria(logits, data / "logits-q4_0.f32", n_vocab, true, detail);
+    MESSAGE("q4_0: " << detail);
+    CHECK(passed);
+    std::filesystem::remove(output);
+    std::filesystem::remove_all(checkpoint.dir);
 }
