@@ -165,6 +165,40 @@ std::vector<float> plus_one(std::vector<float> values) {
     return values;
 }
 
+// llama.cpp's keys and no others; linear RoPE scaling for the conditional-generation variant.
+void check_keys(const gguf::File& file, bool conditional) {
+    std::set<std::string> keys;
+    for (const gguf::KeyValue& kv : file.metadata()) keys.insert(std::string(kv.key));
+    std::set<std::string> want_keys = {
+        "general.architecture", "general.type", "general.name", "general.size_label",
+        "general.quantization_version", "general.file_type", "gemma3.context_length", "gemma3.embedding_length",
+        "gemma3.block_count", "gemma3.feed_forward_length", "gemma3.attention.head_count",
+        "gemma3.attention.head_count_kv", "gemma3.attention.layer_norm_rms_epsilon", "gemma3.attention.key_length",
+        "gemma3.attention.value_length", "gemma3.rope.freq_base", "gemma3.attention.sliding_window",
+        "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
+        "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
+        "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token",
+        "tokenizer.ggml.add_eos_token", "tokenizer.chat_template", "tokenizer.ggml.add_space_prefix"};
+    if (conditional) want_keys.insert({"gemma3.rope.scaling.type", "gemma3.rope.scaling.factor"});
+    CHECK(keys == want_keys);
+    CHECK(file.get_string("general.architecture") == "gemma3");
+    CHECK(file.get_u32("gemma3.context_length") == 32768u);
+    CHECK(file.get_u32("gemma3.embedding_length") == n_embd);
+    CHECK(file.get_u32("gemma3.block_count") == n_layer);
+    CHECK(file.get_u32("gemma3.feed_forward_length") == n_ff);
+    CHECK(file.get_u32("gemma3.attention.head_count") == n_head);
+    CHECK(file.get_u32("gemma3.attention.head_count_kv") == n_head_kv);
+    CHECK(file.get_u32("gemma3.attention.key_length") == head_dim);
+    CHECK(file.get_u32("gemma3.attention.value_length") == head_dim);
+    CHECK(file.get_f32("gemma3.attention.layer_norm_rms_epsilon") == 1e-6f);
+    CHECK(file.get_f32("gemma3.rope.freq_base") == 1e6f);
+    CHECK(file.get_u32("gemma3.attention.sliding_window") == window);
+    if (conditional) {
+        CHECK(file.get_string("gemma3.rope.scaling.type") == "linear");
+        CHECK(file.get_f32("gemma3.rope.scaling.factor") == 8.0f);
+    }
+}
+
 void check_tensors(const gguf::File& file, const Checkpoint& checkpoint) {
     std::set<std::string> names;
     for (const gguf::Tensor& t : file.tensors()) names.insert(std::string(t.name));
@@ -244,36 +278,7 @@ TEST_CASE("Gemma 3: llama.cpp's keys, norms plus one, the SentencePiece vocabula
         const auto path = convert_checkpoint(checkpoint, conditional ? "gemma3_convert_rope_linear8.gguf"
                                                                      : "gemma3_convert.gguf");
         const gguf::File file = gguf::File::open(path);
-        std::set<std::string> keys;
-        for (const gguf::KeyValue& kv : file.metadata()) keys.insert(std::string(kv.key));
-        std::set<std::string> want_keys = {
-            "general.architecture", "general.type", "general.name", "general.size_label",
-            "general.quantization_version", "general.file_type", "gemma3.context_length", "gemma3.embedding_length",
-            "gemma3.block_count", "gemma3.feed_forward_length", "gemma3.attention.head_count",
-            "gemma3.attention.head_count_kv", "gemma3.attention.layer_norm_rms_epsilon", "gemma3.attention.key_length",
-            "gemma3.attention.value_length", "gemma3.rope.freq_base", "gemma3.attention.sliding_window",
-            "tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens", "tokenizer.ggml.scores",
-            "tokenizer.ggml.token_type", "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id",
-            "tokenizer.ggml.unknown_token_id", "tokenizer.ggml.padding_token_id", "tokenizer.ggml.add_bos_token",
-            "tokenizer.ggml.add_eos_token", "tokenizer.chat_template", "tokenizer.ggml.add_space_prefix"};
-        if (conditional) want_keys.insert({"gemma3.rope.scaling.type", "gemma3.rope.scaling.factor"});
-        CHECK(keys == want_keys);
-        CHECK(file.get_string("general.architecture") == "gemma3");
-        CHECK(file.get_u32("gemma3.context_length") == 32768u);
-        CHECK(file.get_u32("gemma3.embedding_length") == n_embd);
-        CHECK(file.get_u32("gemma3.block_count") == n_layer);
-        CHECK(file.get_u32("gemma3.feed_forward_length") == n_ff);
-        CHECK(file.get_u32("gemma3.attention.head_count") == n_head);
-        CHECK(file.get_u32("gemma3.attention.head_count_kv") == n_head_kv);
-        CHECK(file.get_u32("gemma3.attention.key_length") == head_dim);
-        CHECK(file.get_u32("gemma3.attention.value_length") == head_dim);
-        CHECK(file.get_f32("gemma3.attention.layer_norm_rms_epsilon") == 1e-6f);
-        CHECK(file.get_f32("gemma3.rope.freq_base") == 1e6f);
-        CHECK(file.get_u32("gemma3.attention.sliding_window") == window);
-        if (conditional) {
-            CHECK(file.get_string("gemma3.rope.scaling.type") == "linear");
-            CHECK(file.get_f32("gemma3.rope.scaling.factor") == 8.0f);
-        }
+        check_keys(file, conditional);
         check_tensors(file, checkpoint);
         check_vocabulary(file);
 
