@@ -6,7 +6,8 @@ const bool DENSE = false;
 const uint BLOCK_ELEMS = 32;
 const uint BLOCK_BYTES = 18;
 const uint SCALE_GROUPS = 1;
-const bool HAS_BIAS = false;
+// value = nibble * d - 8 d: the offset goes through the bias, once per unit, not per value.
+const bool HAS_BIAS = true;
 
 uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
 
@@ -14,10 +15,16 @@ uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
 uint run_element(uint unit, uint run) { return 4 * run; }
 
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
-    uvec4 qs = load_u32x4_even(block_byte + 2);
+    // The block's 5 words from its (2-byte aligned) start; d is the first half, qs follow.
+    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
+    uint words[5];
+    [[unroll]] for (uint i = 0; i < 5; ++i) words[i] = weight_word(word + i);
+    // qs starts 16 bits after the block: funnel by shift + 16 bits, i.e. one word further on for shift 16.
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        q[i] = QVEC4(ivec4(low_nibbles(qs[i])) - 8);
-        q[i + 4] = QVEC4(ivec4(high_nibbles(qs[i])) - 8);
+        uint qs = shift == 0u ? funnel(words[i], words[i + 1], 16u) : words[i + 1];
+        q[i] = QVEC4(low_nibbles(qs));
+        q[i + 4] = QVEC4(high_nibbles(qs));
     }
-    scale_bias[0] = vec2(load_half(block_byte), 0.0);
+    const float d = unpackHalf2x16(shift == 0u ? words[0] : words[0] >> 16).x;
+    scale_bias[0] = vec2(d, -8.0 * d);
 }

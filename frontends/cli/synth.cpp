@@ -27,28 +27,36 @@ namespace vkllm::cli {
 namespace {
 
 constexpr std::string_view usage =
-    "usage: vkllm synth --arch llama --preset tiny|1b --type TYPE -o FILE [--seed S] [--vocab FILE]\n"
+    "usage: vkllm synth --arch llama|gemma3 --preset tiny|1b --type TYPE -o FILE [--seed S] [--vocab FILE]\n"
     "       vkllm synth --arch minimax-m3 -o FILE [--type f32|f16|q8_0] [--seed S] [--vocab FILE] [--dense]\n"
     "  minimax-m3: MiniMax-M3's attention and indexer dims (64 heads and 4 KV heads of 128, 4 index heads,\n"
     "  top 16 blocks of 128), n_embd 1024, 3 layers (1 dense), 4 small experts; --dense: no indexer\n"
     "                   [--experts N --experts-used K]\n"
     "  presets: tiny (n_embd 128, 3 layers, 4 heads, 2 kv heads, n_ff 256: the shared llama fixture's shape),\n"
     "           1b (Llama-3.2-1B's shape: n_embd 2048, 16 layers, 32 heads, 8 kv heads, n_ff 8192, context 4096)\n"
+    "  gemma3 presets: 1b (Gemma-3-1B's shape: n_embd 1152, 26 layers, 4 heads and 1 kv head of 256, n_ff 6912,\n"
+    "           5 of every 6 layers on a 512-token sliding window, tied output, context 32768)\n"
     "  types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k (K-quants need n_embd and n_ff multiples of 256)\n"
     "  every preset takes the 512-token SPM vocabulary of --vocab (default: the bundled stories260K.gguf),\n"
-    "  so the 1b preset has the real model's layers but not its 128256-token embedding and output\n"
+    "  so the 1b presets have the real models' layers but not their 128256- or 262144-token embeddings\n"
     "  --experts N --experts-used K: Mixtral-style layers, N experts of n_ff each (ffn_gate_inp in F32,\n"
     "  ffn_{gate,up,down}_exps in TYPE), K of them used per token\n";
 
 struct Preset {
-    std::string_view name;
+    std::string_view arch, name;
     uint32_t n_embd, n_layer, n_head, n_head_kv, n_ff, n_ctx_train;
     float rope_freq_base;
+    uint32_t head_dim = 0;  // 0: n_embd / n_head
+    uint32_t n_swa = 0;     // gemma3: the local layers' sliding window
+
+    uint32_t head_size() const { return head_dim ? head_dim : n_embd / n_head; }
+    bool gemma() const { return arch == "gemma3"; }
 };
 
-constexpr std::array<Preset, 2> llama_presets = {{
-    {"tiny", 128, 3, 4, 2, 256, 2048, 10000.0f},
-    {"1b", 2048, 16, 32, 8, 8192, 4096, 500000.0f},
+constexpr std::array<Preset, 3> presets = {{
+    {"llama", "tiny", 128, 3, 4, 2, 256, 2048, 10000.0f},
+    {"llama", "1b", 2048, 16, 32, 8, 8192, 4096, 500000.0f},
+    {"gemma3", "1b", 1152, 26, 4, 1, 6912, 32768, 1000000.0f, 256, 512},
 }};
 
 // A weight type and the general.file_type (llama.cpp's llama_ftype) of a file whose matrices have it.
@@ -118,10 +126,10 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
 }
 
 const Preset& find_preset(std::string_view arch, std::string_view name) {
-    if (arch != "llama") fail("unknown --arch '{}'; synth knows: llama", arch);
-    for (const Preset& preset : llama_presets)
-        if (preset.name == name) return preset;
-    fail("unknown --preset '{}' for llama; presets: tiny, 1b", name);
+    if (arch != "llama" && arch != "gemma3") fail("unknown --arch '{}'; synth knows: llama, gemma3, minimax-m3", arch);
+    for (const Preset& preset : presets)
+        if (preset.arch == arch && preset.name == name) return preset;
+    fail("unknown --preset '{}' for {}; presets: {}", name, arch, arch == "llama" ? "tiny, 1b" : "1b");
 }
 
 const WeightType& find_weight_type(std::string_view name) {
@@ -214,17 +222,20 @@ private:
 };
 
 uint64_t matrix_bytes(gguf::GgmlType type, const Preset& p, uint64_t n_vocab, uint32_t experts) {
-    const uint64_t head_dim = p.n_embd / p.n_head, ffn_copies = std::max<uint64_t>(experts, 1);
-    const uint64_t per_layer = gguf::row_bytes(type, p.n_embd) * (2 * p.n_embd + 2 * head_dim * p.n_head_kv) +
+    const uint64_t q_dim = uint64_t(p.head_size()) * p.n_head, kv_dim = uint64_t(p.head_size()) * p.n_head_kv;
+    const uint64_t ffn_copies = std::max<uint64_t>(experts, 1);
+    const uint64_t per_layer = gguf::row_bytes(type, p.n_embd) * (q_dim + 2 * kv_dim) +
+                               gguf::row_bytes(type, q_dim) * p.n_embd +
                                ffn_copies * (gguf::row_bytes(type, p.n_embd) * 2 * p.n_ff +
                                              gguf::row_bytes(type, p.n_ff) * p.n_embd) +
                                gguf::row_bytes(gguf::GgmlType::F32, p.n_embd) * experts;
-    return per_layer * p.n_layer + 2 * gguf::row_bytes(type, p.n_embd) * n_vocab;
+    const uint64_t vocab_matrices = p.gemma() ? 1 : 2;  // Gemma ties the output to the embedding
+    return per_layer * p.n_layer + vocab_matrices * gguf::row_bytes(type, p.n_embd) * n_vocab;
 }
 
 void check_fits(const WeightType& type, const Preset& preset, uint64_t n_vocab, uint32_t experts) {
     const uint32_t block = gguf::block_size(type.type);
-    if (preset.n_embd % block != 0 || preset.n_ff % block != 0)
+    if (preset.n_embd % block != 0 || preset.n_ff % block != 0 || preset.head_size() % block != 0)
         fail("--type {} needs n_embd and n_ff to be multiples of {}, but preset '{}' has {} and {}; use q8_0 or "
              "another preset", type.name, block, preset.name, preset.n_embd, preset.n_ff);
     const uint64_t bytes = matrix_bytes(type.type, preset, n_vocab, experts);
@@ -235,26 +246,28 @@ void check_fits(const WeightType& type, const Preset& preset, uint64_t n_vocab, 
 
 void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, const Options& options,
                   const gguf::File& vocab) {
-    const uint32_t head_dim = p.n_embd / p.n_head;
-    w.add_string("general.architecture", "llama");
+    const uint32_t head_dim = p.head_size();
+    const auto key = [&](std::string_view name) { return fmt::format("{}.{}", p.arch, name); };
+    w.add_string("general.architecture", std::string(p.arch));
     const std::string experts = options.experts ? fmt::format("-{}x{}", options.experts_used, options.experts) : "";
-    w.add_string("general.name", fmt::format("vkllm-synth-llama-{}{}-{}", p.name, experts, type.name));
+    w.add_string("general.name", fmt::format("vkllm-synth-{}-{}{}-{}", p.arch, p.name, experts, type.name));
     w.add_u32("general.file_type", type.file_type);
     w.add_u32("general.quantization_version", 2);
-    w.add_u32("llama.context_length", p.n_ctx_train);
-    w.add_u32("llama.embedding_length", p.n_embd);
-    w.add_u32("llama.block_count", p.n_layer);
-    w.add_u32("llama.feed_forward_length", p.n_ff);
-    w.add_u32("llama.attention.head_count", p.n_head);
-    w.add_u32("llama.attention.head_count_kv", p.n_head_kv);
-    w.add_f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    w.add_f32("llama.rope.freq_base", p.rope_freq_base);
-    w.add_u32("llama.rope.dimension_count", head_dim);
-    w.add_u32("llama.attention.key_length", head_dim);
-    w.add_u32("llama.attention.value_length", head_dim);
+    w.add_u32(key("context_length"), p.n_ctx_train);
+    w.add_u32(key("embedding_length"), p.n_embd);
+    w.add_u32(key("block_count"), p.n_layer);
+    w.add_u32(key("feed_forward_length"), p.n_ff);
+    w.add_u32(key("attention.head_count"), p.n_head);
+    w.add_u32(key("attention.head_count_kv"), p.n_head_kv);
+    w.add_f32(key("attention.layer_norm_rms_epsilon"), p.gemma() ? 1e-6f : 1e-5f);
+    w.add_f32(key("rope.freq_base"), p.rope_freq_base);
+    if (!p.gemma()) w.add_u32(key("rope.dimension_count"), head_dim);
+    w.add_u32(key("attention.key_length"), head_dim);
+    w.add_u32(key("attention.value_length"), head_dim);
+    if (p.n_swa) w.add_u32(key("attention.sliding_window"), p.n_swa);
     if (options.experts > 0) {
-        w.add_u32("llama.expert_count", options.experts);
-        w.add_u32("llama.expert_used_count", options.experts_used);
+        w.add_u32(key("expert_count"), options.experts);
+        w.add_u32(key("expert_used_count"), options.experts_used);
     }
     for (const gguf::KeyValue& kv : vocab.metadata())
         if (kv.key.starts_with("tokenizer.ggml.")) w.add_value(kv.key, kv.value);
@@ -272,6 +285,7 @@ int synth(Args args) {
         if (args[i] == "--arch" && args[i + 1] == "minimax-m3") return synth_minimax_m3(args);
     const Options options = parse_options(args);
     const Preset& preset = find_preset(options.arch, options.preset);
+    if (preset.gemma() && options.experts > 0) fail("--experts: mixture-of-experts layers are for --arch llama");
     const WeightType& type = find_weight_type(options.type);
     const gguf::File vocab = gguf::File::open(std::string(options.vocab));
     const auto tokens = vocab.get_string_array("tokenizer.ggml.tokens");
@@ -281,18 +295,25 @@ int synth(Args args) {
 
     ModelWriter model(type, options.seed);
     add_metadata(model.writer(), preset, type, options, vocab);
-    const uint64_t head_dim = preset.n_embd / preset.n_head, n_embd_kv = head_dim * preset.n_head_kv;
+    const uint64_t head_dim = preset.head_size(), n_embd_q = head_dim * preset.n_head;
+    const uint64_t n_embd_kv = head_dim * preset.n_head_kv;
     model.add_matrix("token_embd.weight", preset.n_embd, n_vocab);
     model.add_norm("output_norm.weight", preset.n_embd);
-    model.add_matrix("output.weight", preset.n_embd, n_vocab);
+    if (!preset.gemma()) model.add_matrix("output.weight", preset.n_embd, n_vocab);
     for (uint32_t il = 0; il < preset.n_layer; ++il) {
         const std::string blk = fmt::format("blk.{}.", il);
         model.add_norm(blk + "attn_norm.weight", preset.n_embd);
-        model.add_matrix(blk + "attn_q.weight", preset.n_embd, preset.n_embd);
+        model.add_matrix(blk + "attn_q.weight", preset.n_embd, n_embd_q);
         model.add_matrix(blk + "attn_k.weight", preset.n_embd, n_embd_kv);
         model.add_matrix(blk + "attn_v.weight", preset.n_embd, n_embd_kv);
-        model.add_matrix(blk + "attn_output.weight", preset.n_embd, preset.n_embd);
+        model.add_matrix(blk + "attn_output.weight", n_embd_q, preset.n_embd);
         model.add_norm(blk + "ffn_norm.weight", preset.n_embd);
+        if (preset.gemma()) {  // per-head QK norms and the norms after attention and FFN
+            model.add_norm(blk + "attn_q_norm.weight", head_dim);
+            model.add_norm(blk + "attn_k_norm.weight", head_dim);
+            model.add_norm(blk + "post_attention_norm.weight", preset.n_embd);
+            model.add_norm(blk + "post_ffw_norm.weight", preset.n_embd);
+        }
         if (options.experts == 0) {
             model.add_matrix(blk + "ffn_gate.weight", preset.n_embd, preset.n_ff);
             model.add_matrix(blk + "ffn_up.weight", preset.n_embd, preset.n_ff);
@@ -306,8 +327,9 @@ int synth(Args args) {
         model.add_matrix(blk + "ffn_down_exps.weight", preset.n_ff, preset.n_embd, options.experts);
     }
     model.writer().write(std::string(options.out));
-    std::printf("%.*s: llama %.*s in %.*s, %.1f MiB of tensors, seed %llu\n", int(options.out.size()),
-                options.out.data(), int(preset.name.size()), preset.name.data(), int(type.name.size()),
+    std::printf("%.*s: %.*s %.*s in %.*s, %.1f MiB of tensors, seed %llu\n", int(options.out.size()),
+                options.out.data(), int(preset.arch.size()), preset.arch.data(), int(preset.name.size()),
+                preset.name.data(), int(type.name.size()),
                 type.name.data(), double(model.tensor_bytes()) / (1 << 20), (unsigned long long)options.seed);
     return 0;
 }
