@@ -4,11 +4,18 @@
 // nothing is written in practice. Two access patterns, as the two kinds of device prefer:
 // interleaved (consecutive invocations read consecutive uvec4s: coalesced on GPUs) and contiguous
 // (each invocation streams its own run: SIMD lanes of a CPU device each follow one stream).
+// TEXEL_READS reads through a uniform texel buffer, as the weight kernels' _texel variants do.
 #include "params.h"
 
 layout(local_size_x_id = 0) in;
 
+#ifdef TEXEL_READS
+layout(set = 0, binding = 0) uniform usamplerBuffer source_texels;
+uvec4 source_at(uint i) { return texelFetch(source_texels, int(i)); }
+#else
 layout(set = 0, binding = 0, std430) readonly buffer Source { uvec4 source[]; };
+uvec4 source_at(uint i) { return source[i]; }
+#endif
 layout(set = 0, binding = 1, std430) writeonly buffer Sink { uint sink[]; };
 layout(push_constant) uniform Push { BenchReadParams p; };
 
@@ -17,7 +24,7 @@ void main() {
     const uint first = p.contiguous != 0u ? invocation * p.per_invocation : invocation;
     const uint step = p.contiguous != 0u ? 1u : invocations;
     uvec4 folded = uvec4(0);
-    for (uint k = 0, i = first; k < p.per_invocation && i < p.count; ++k, i += step) folded ^= source[i];
+    for (uint k = 0, i = first; k < p.per_invocation && i < p.count; ++k, i += step) folded ^= source_at(i);
     const uint word = folded.x ^ folded.y ^ folded.z ^ folded.w;
     if (word == 0x9E3779B9u) sink[0] = word;
 }

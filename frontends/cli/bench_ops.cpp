@@ -1,6 +1,7 @@
 // vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep]: GB/s of each matvec kernel on a
 // rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of the same device
-// measured here: a plain read kernel (shaders/bench_read.comp) and vkCmdCopyBuffer.
+// measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers and through
+// texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -81,20 +82,26 @@ double median_ms(gpu::Device& device, uint32_t repeat, const auto& record) {
 
 double gb_per_s(uint64_t bytes, double ms) { return double(bytes) / (ms * 1e6); }
 
-struct Ceiling {
-    double interleaved, contiguous;  // read kernel GB/s in its two access patterns
-    double copy;                     // vkCmdCopyBuffer GB/s, reads + writes
-    double read() const { return std::max(interleaved, contiguous); }
+// Read kernel GB/s in its two access patterns, through one read path.
+struct ReadRate {
+    double interleaved = 0, contiguous = 0;
+    double best() const { return std::max(interleaved, contiguous); }
 };
 
-// The streaming ceiling over `bytes`: the read kernel (16 uvec4s per invocation, both patterns)
-// and vkCmdCopyBuffer.
+struct Ceiling {
+    ReadRate storage, texel;  // the read kernel through storage and through texel buffers
+    double copy;              // vkCmdCopyBuffer GB/s, reads + writes
+    double read(bool texel_reads) const { return texel_reads ? texel.best() : storage.best(); }
+};
+
+// The streaming ceiling over `bytes`: the read kernel (16 uvec4s per invocation, both patterns,
+// both read paths) and vkCmdCopyBuffer.
 Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) {
     gpu::Buffer source = device.allocator().create(bytes, gpu::MemoryDomain::Device);
     gpu::Buffer target = device.allocator().create(bytes, gpu::MemoryDomain::Device);
-    const gpu::Pipeline& read = device.pipelines().get("bench_read", {{0, 64}});
     const uint32_t count = uint32_t(bytes / 16), per_invocation = 16;
-    auto read_ms = [&](bool contiguous) {
+    auto read_ms = [&](bool contiguous, bool texel) {
+        const gpu::Pipeline& read = device.pipelines().get(texel ? "bench_read_texel" : "bench_read", {{0, 64}});
         gpu::Dispatch dispatch{.pipeline = &read};
         dispatch.bindings = {{source.range(), gpu::Access::Read}, {target.range(), gpu::Access::Write}};
         dispatch.params(params::BenchReadParams{count, per_invocation, contiguous});
@@ -107,8 +114,11 @@ Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) 
     fill.fill(source.range(), 0x3c003c00u).fill(target.range(), 0);
     fill.submit_and_wait();
     Ceiling ceiling;
-    ceiling.interleaved = gb_per_s(bytes, read_ms(false));
-    ceiling.contiguous = gb_per_s(bytes, read_ms(true));
+    for (bool texel : {false, true}) {
+        ReadRate& rate = texel ? ceiling.texel : ceiling.storage;
+        rate.interleaved = gb_per_s(bytes, read_ms(false, texel));
+        rate.contiguous = gb_per_s(bytes, read_ms(true, texel));
+    }
     double copy_ms = median_ms(device, repeat, [&](gpu::Commands& c) { c.copy(source.range(), target.range()); });
     ceiling.copy = gb_per_s(2 * bytes, copy_ms);
     return ceiling;
@@ -173,10 +183,10 @@ int bench_ops(Args args) {
     const uint64_t stream_bytes = uint64_t(options.rows) * options.cols * 4;
     const Ceiling ceiling = streaming_ceiling(
         device, std::min<uint64_t>(stream_bytes, device.allocator().max_binding_range()), options.repeat);
-    const double read_gbs = ceiling.read();
-    std::printf("streaming ceiling: read kernel %.2f GB/s (interleaved %.2f, contiguous %.2f), "
-                "vkCmdCopyBuffer %.2f GB/s (read + write)\n",
-                read_gbs, ceiling.interleaved, ceiling.contiguous, ceiling.copy);
+    std::printf("streaming ceiling: read kernel through storage buffers %.2f GB/s (interleaved %.2f, contiguous "
+                "%.2f), through texel buffers %.2f GB/s (%.2f, %.2f); vkCmdCopyBuffer %.2f GB/s (read + write)\n",
+                ceiling.storage.best(), ceiling.storage.interleaved, ceiling.storage.contiguous, ceiling.texel.best(),
+                ceiling.texel.interleaved, ceiling.texel.contiguous, ceiling.copy);
     std::printf("matvec %u x %u, median of %u runs:\n", options.rows, options.cols, options.repeat);
     std::printf("  %-18s %-24s %9s %9s %9s %8s\n", "pipeline", "launch", "MiB", "ms", "GB/s", "of read");
 
@@ -197,7 +207,7 @@ int bench_ops(Args args) {
             const double gbs = gb_per_s(weights.size(), ms);
             std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %7.0f%%\n",
                         ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(),
-                        double(weights.size()) / (1 << 20), ms, gbs, 100.0 * gbs / read_gbs);
+                        double(weights.size()) / (1 << 20), ms, gbs, 100.0 * gbs / ceiling.read(config.texel_reads));
         }
     }
     return 0;
