@@ -38,7 +38,8 @@ VKLLM_PARAMS_STRUCT(RmsNormParams) {
     float eps;
     uint rows_per_group;  // rmsnorm: rows come in groups of this many consecutive rows, 0: one group
     uint group_stride;    // floats from one group's first row to the next's
-} VKLLM_PARAMS_END(RmsNormParams, 20);
+    uint first_weight_rows;  // TWO_WEIGHTS: a group's first rows take weight 0, the rest weight 1
+} VKLLM_PARAMS_END(RmsNormParams, 24);
 
 // add: y = a + b[i % b_n]; scale: y = x * factor; swiglu/geglu: y = act(gate) * up.
 VKLLM_PARAMS_STRUCT(ElementwiseParams) {

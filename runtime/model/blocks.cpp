@@ -21,32 +21,26 @@ constexpr uint64_t f32 = sizeof(float);
 std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
 
 // A block's output added to the residual x: project_into(x, accumulate = true), or with a post-norm
-// (Gemma 3) into a region of its own, normed, then added: x += rmsnorm(y) * post_norm.
+// (Gemma 3) into a region of its own, then x += rmsnorm(y) * post_norm in one pass.
 template <class ProjectInto>
 void residual_add(Builder& b, const std::string& norm_name, graph::Region x, const Weight* post_norm, float eps,
                   ProjectInto project_into) {
     if (!post_norm) return project_into(x, true);
-    const uint32_t n = b.shape.n_tokens * post_norm->cols;
-    auto y = b.graph.transient(norm_name + "_in", n * f32);
+    auto y = b.graph.transient(norm_name + "_in", b.shape.n_tokens * post_norm->cols * f32);
     project_into(y, false);
-    b.graph.add(norm_name, ops::rmsnorm(b.device, b.range(y), post_norm->range(), b.range(y), post_norm->cols,
-                                        b.shape.n_tokens, eps), post_norm->bytes());
-    b.graph.add(norm_name + "_add", ops::add(b.device, b.range(x), b.range(y), b.range(x), n, n));
+    b.graph.add(norm_name, ops::rmsnorm_add(b.device, b.range(y), post_norm->range(), b.range(x), post_norm->cols,
+                                            b.shape.n_tokens, eps), post_norm->bytes());
 }
 
-// Per-head RMSNorm of q and of k in place in each token's qkv row (Gemma 3's attn_q_norm, attn_k_norm).
+// Per-head RMSNorm of q and of k in place in each token's qkv row (Gemma 3's attn_q_norm, attn_k_norm),
+// one pass for both.
 void qk_norm(Builder& b, int layer, graph::Region qkv, const AttentionWeights& weights, const ops::AttentionConfig& c,
              float eps) {
-    const uint32_t n_tokens = b.shape.n_tokens, q_size = c.n_head * c.head_dim_k, k_size = c.n_head_kv * c.head_dim_k;
-    const uint32_t qkv_size = q_size + k_size + c.n_head_kv * c.head_dim_v;
-    const graph::Region q = qkv.sub(0, ((n_tokens - 1) * qkv_size + q_size) * f32);
-    const graph::Region k = qkv.sub(q_size * f32, ((n_tokens - 1) * qkv_size + k_size) * f32);
-    b.graph.add(layer_name(layer, "attn_q_norm"),
-                ops::rmsnorm_grouped(b.device, b.range(q), weights.q_norm->range(), b.range(q), c.head_dim_k,
-                                     n_tokens * c.n_head, eps, c.n_head, qkv_size), weights.q_norm->bytes());
-    b.graph.add(layer_name(layer, "attn_k_norm"),
-                ops::rmsnorm_grouped(b.device, b.range(k), weights.k_norm->range(), b.range(k), c.head_dim_k,
-                                     n_tokens * c.n_head_kv, eps, c.n_head_kv, qkv_size), weights.k_norm->bytes());
+    const uint32_t qkv_size = (c.n_head + c.n_head_kv) * c.head_dim_k + c.n_head_kv * c.head_dim_v;
+    b.graph.add(layer_name(layer, "attn_qk_norm"),
+                ops::rmsnorm_qk_heads(b.device, b.range(qkv), weights.q_norm->range(), weights.k_norm->range(),
+                                      c.head_dim_k, c.n_head, c.n_head_kv, b.shape.n_tokens, qkv_size, eps),
+                weights.q_norm->bytes() + weights.k_norm->bytes());
 }
 
 // The RMSNorm of x before a projection: for many tokens a norm pass into a new region, returned; for

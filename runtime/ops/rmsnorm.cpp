@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <bit>
+#include <string_view>
+#include <vector>
 
 #include "core/error.h"
 #include "gpu/device.h"
@@ -17,25 +19,58 @@ gpu::Dispatch rmsnorm(gpu::Device& device, const gpu::BufferRange& x, std::optio
     return rmsnorm_grouped(device, x, weight, y, n, n_rows, eps, n_rows, n_rows * n);
 }
 
+namespace {
+
+// The one rmsnorm.comp dispatch behind every op here: `weights` bound first (none, one, or the first
+// and the rest of each group's rows), then x and y.
+gpu::Dispatch norm_rows(gpu::Device& device, std::string_view pipeline, std::vector<gpu::BufferRange> weights,
+                        const gpu::BufferRange& x, const gpu::BufferRange& y, bool accumulate,
+                        const params::RmsNormParams& params) {
+    const uint32_t n = params.n, n_rows = params.n_rows, rows_per_group = params.rows_per_group;
+    if (n_rows == 0 || rows_per_group == 0 || params.group_stride < uint64_t(rows_per_group) * n)
+        fail("rmsnorm: groups of {} rows of {} cannot lie {} floats apart", rows_per_group, n, params.group_stride);
+    const uint64_t last = n_rows - 1;
+    const uint64_t bytes = (last / rows_per_group * params.group_stride + last % rows_per_group * n + n) * 4;
+    const bool weights_fit = std::all_of(weights.begin(), weights.end(), [&](const auto& w) { return w.size >= n * 4ull; });
+    if (n == 0 || x.size < bytes || y.size < bytes || !weights_fit)
+        fail("rmsnorm: {} rows of {} need x and y of {} bytes and weights of {}, got {} and {}", n_rows, n, bytes,
+             n * 4, x.size, y.size);
+    gpu::Dispatch dispatch;
+    dispatch.pipeline = &device.pipelines().get(pipeline, {{0, row_workgroup_size(n)}});
+    for (const gpu::BufferRange& weight : weights) dispatch.bindings.push_back({weight, gpu::Access::Read});
+    dispatch.bindings.push_back({x, gpu::Access::Read});
+    dispatch.bindings.push_back({y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write});
+    dispatch.params(params);
+    dispatch.groups = group_grid(n_rows, device.caps());
+    return dispatch;
+}
+
+}  // namespace
+
 gpu::Dispatch rmsnorm_grouped(gpu::Device& device, const gpu::BufferRange& x, std::optional<gpu::BufferRange> weight,
                               const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps,
                               uint32_t rows_per_group, uint32_t group_stride) {
-    if (n_rows == 0 || rows_per_group == 0 || group_stride < uint64_t(rows_per_group) * n)
-        fail("rmsnorm: groups of {} rows of {} cannot lie {} floats apart", rows_per_group, n, group_stride);
-    const uint64_t last = n_rows - 1;
-    const uint64_t bytes = (last / rows_per_group * group_stride + last % rows_per_group * n + n) * 4;
-    if (n == 0 || x.size < bytes || y.size < bytes || (weight && weight->size < uint64_t(n) * 4))
-        fail("rmsnorm: {} rows of {} need x and y of {} bytes and a weight of {}, got {}, {} and {}", n_rows, n, bytes,
-             n * 4, x.size, y.size, weight ? weight->size : 0);
-    gpu::Dispatch dispatch;
-    dispatch.pipeline = &device.pipelines().get(weight ? "rmsnorm_mul" : "rmsnorm", {{0, row_workgroup_size(n)}});
-    if (weight) dispatch.bindings.push_back({*weight, gpu::Access::Read});
-    dispatch.bindings.push_back({x, gpu::Access::Read});
-    dispatch.bindings.push_back({y, gpu::Access::Write});
-    dispatch.params(params::RmsNormParams{.n = n, .n_rows = n_rows, .eps = eps, .rows_per_group = rows_per_group,
-                                          .group_stride = group_stride});
-    dispatch.groups = group_grid(n_rows, device.caps());
-    return dispatch;
+    std::vector<gpu::BufferRange> weights;
+    if (weight) weights.push_back(*weight);
+    return norm_rows(device, weight ? "rmsnorm_mul" : "rmsnorm", weights, x, y, false,
+                     {.n = n, .n_rows = n_rows, .eps = eps, .rows_per_group = rows_per_group, .group_stride = group_stride});
+}
+
+gpu::Dispatch rmsnorm_add(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& weight,
+                          const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps) {
+    if (x.buffer == y.buffer && x.offset < y.offset + y.size && y.offset < x.offset + x.size)
+        fail("rmsnorm_add: x and y overlap");
+    return norm_rows(device, "rmsnorm_mul_add", {weight}, x, y, true,
+                     {.n = n, .n_rows = n_rows, .eps = eps, .rows_per_group = n_rows, .group_stride = n_rows * n});
+}
+
+gpu::Dispatch rmsnorm_qk_heads(gpu::Device& device, const gpu::BufferRange& qkv, const gpu::BufferRange& q_weight,
+                               const gpu::BufferRange& k_weight, uint32_t head_dim, uint32_t n_head,
+                               uint32_t n_head_kv, uint32_t n_tokens, uint32_t qkv_stride, float eps) {
+    const uint32_t heads = n_head + n_head_kv;
+    return norm_rows(device, "rmsnorm_mul2", {q_weight, k_weight}, qkv, qkv, false,
+                     {.n = head_dim, .n_rows = n_tokens * heads, .eps = eps, .rows_per_group = heads,
+                      .group_stride = qkv_stride, .first_weight_rows = n_head});
 }
 
 }  // namespace vkllm::ops

@@ -52,6 +52,45 @@ TEST_CASE("rmsnorm of per-head rows in groups: q heads in place in fused QKV row
     test::check_close(test::download(x_buffer, x.size()), want, test::f32_tolerance, seed, "rmsnorm grouped");
 }
 
+TEST_CASE("rmsnorm_qk_heads: q heads with one weight, k heads with another, v heads untouched, in place") {
+    const uint32_t head_dim = 36, n_head = 3, n_head_kv = 2, n_tokens = 5;
+    const uint32_t row = (n_head + 2 * n_head_kv) * head_dim;
+    const uint64_t seed = test::base_seed() + 160;
+    const std::vector<float> x = test::random_floats(size_t(n_tokens) * row, seed, -3.0f, 2.0f);
+    const std::vector<float> q_w = test::random_floats(head_dim, seed + 1, 0.5f, 1.5f);
+    const std::vector<float> k_w = test::random_floats(head_dim, seed + 2, -1.5f, -0.5f);
+    gpu::Buffer x_buffer = test::upload(x), q_buffer = test::upload(q_w), k_buffer = test::upload(k_w);
+    test::run(ops::rmsnorm_qk_heads(test::device(), x_buffer.range(), q_buffer.range(), k_buffer.range(), head_dim,
+                                    n_head, n_head_kv, n_tokens, row, 1e-6f));
+    std::vector<float> want = x;
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+        const size_t q0 = size_t(t) * row, k0 = q0 + n_head * head_dim;
+        ref::rmsnorm(std::span(&x[q0], n_head * head_dim), q_w, head_dim, 1e-6f, std::span(&want[q0], n_head * head_dim));
+        ref::rmsnorm(std::span(&x[k0], n_head_kv * head_dim), k_w, head_dim, 1e-6f,
+                     std::span(&want[k0], n_head_kv * head_dim));
+    }
+    test::check_close(test::download(x_buffer, x.size()), want, test::f32_tolerance, seed, "rmsnorm_qk_heads");
+}
+
+TEST_CASE("rmsnorm_add: y += rmsnorm(x) * weight, rows of vec4 and odd lengths") {
+    const uint64_t seed = test::base_seed() + 170;
+    for (const auto& [n, rows] : {std::pair{1152u, 3u}, std::pair{37u, 4u}}) {
+        CAPTURE(n);
+        const std::vector<float> x = test::random_floats(size_t(n) * rows, seed + n, -3.0f, 2.0f);
+        const std::vector<float> w = test::random_floats(n, seed + n + 1, 0.5f, 1.5f);
+        const std::vector<float> y = test::random_floats(size_t(n) * rows, seed + n + 2, -1.0f, 1.0f);
+        gpu::Buffer x_buffer = test::upload(x), w_buffer = test::upload(w), y_buffer = test::upload(y);
+        test::run(ops::rmsnorm_add(test::device(), x_buffer.range(), w_buffer.range(), y_buffer.range(), n, rows, 1e-6f));
+        std::vector<float> want(x.size());
+        ref::rmsnorm(x, w, n, 1e-6f, want);
+        for (size_t i = 0; i < want.size(); ++i) want[i] += y[i];
+        test::check_close(test::download(y_buffer, y.size()), want, test::f32_tolerance, seed, "rmsnorm_add");
+    }
+    gpu::Buffer buffer = test::zero_buffer(64 * 4), w_buffer = test::zero_buffer(64 * 4);
+    CHECK_THROWS_WITH_AS(ops::rmsnorm_add(test::device(), buffer.range(), w_buffer.range(), buffer.range(), 64, 1, 1e-6f),
+                         doctest::Contains("overlap"), Error);
+}
+
 TEST_CASE("softmax: rows from a few experts to a vocabulary, scaled") {
     struct Case {
         uint32_t n, rows;
