@@ -1,11 +1,14 @@
 #version 450
-// Attention for a few query tokens (decode), split over the keys (flash decoding): a chunk is
-// CHUNK keys for HEADS query heads that share one KV head; its unnormalized output, softmax max and
-// sum go to a partial result that attn_combine merges. Workgroup (w, head group, token) takes the
-// query's visible chunks w, w + W, ... (W workgroups along x): the host dispatches one per chunk of
-// the whole cache on GPUs (most exit at once), and fewer, looping, on CPU devices, where each
-// workgroup has a sizable fixed cost. The recorded command buffer serves every position. Each
-// invocation loops over one key and a slice of a chunk per chunk, far below lavapipe's loop cap.
+// Attention for a few query tokens (decode), split over the keys (flash decoding) in one dispatch: a
+// chunk is CHUNK keys for HEADS query heads that share one KV head; its unnormalized output, softmax
+// max and sum go to a partial result. Workgroup (w, head group, token) takes the query's visible
+// chunks w, w + W, ... (W workgroups along x): the host dispatches one per chunk of the whole cache on
+// GPUs (most exit at once), and fewer, looping, on CPU devices, where each workgroup has a sizable
+// fixed cost. The last of a (head group, token)'s workgroups to finish merges their partial results
+// (the threadfence-reduction pattern: coherent writes, a buffer barrier, then an atomic arrival count)
+// and sets the count back to 0, so the recorded command buffer serves every position. Each
+// invocation loops over one key and a slice of a chunk per chunk, and over the chunks once to merge,
+// far below lavapipe's loop cap.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
@@ -27,8 +30,11 @@ const uint KEY_SLICES = CHUNK / DIM_THREADS;     // and sums every KEY_SLICES-th
 
 layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };
 layout(std430, binding = 3) readonly buffer Positions { int positions[]; };
-layout(std430, binding = 4) writeonly buffer PartialOut { vec4 partial_out4[]; };  // [token][head][chunk][HEAD_DIM_V]
-layout(std430, binding = 5) writeonly buffer PartialStats { vec2 partial_stats[]; };  // [token][head][chunk] (max, sum)
+layout(std430, binding = 4) coherent buffer PartialOut { vec4 partial_out4[]; };  // [token][head][chunk][HEAD_DIM_V]
+layout(std430, binding = 5) coherent buffer PartialStats { vec2 partial_stats[]; };  // [token][head][chunk] (max, sum)
+// [token][head group]: workgroups done so far; 0 between dispatches.
+layout(std430, binding = 6) buffer Arrivals { uint arrivals[]; };
+layout(std430, binding = 7) writeonly buffer Out { vec4 out4[]; };  // [token][head][HEAD_DIM_V]
 layout(push_constant) uniform Push { AttentionParams p; };
 
 shared vec4 q_tile[HEADS * HEAD_DIM_K / 4];
@@ -36,6 +42,7 @@ shared float probs[HEADS * CHUNK];
 shared vec4 slice_sums[KEY_SLICES * HEADS * DIM_THREADS];
 // Per head and subgroup (subgroups of 8 or more lanes), for the chunk's softmax statistics.
 shared float head_partials[HEADS * CHUNK / 8];
+shared bool last_arrival;
 
 CacheKeys held;  // the positions the cache holds for this batch
 
@@ -121,20 +128,61 @@ void process_chunk(uint chunk, uint head0, uint token, uint kv_head, ivec2 keys)
     }
 }
 
+// With M the largest chunk max of a head, out = sum_c e^(m_c - M) o_c / sum_c e^(m_c - M) l_c over
+// the chunks first .. last, each invocation summing 4 output dims of one head in chunk order.
+void merge_partials(uint head0, uint token, uint first_chunk, uint last_chunk) {
+    for (uint i = gl_LocalInvocationID.x; i < HEADS * DIM_THREADS; i += CHUNK) {
+        const uint head = head0 + i / DIM_THREADS, dim4 = i % DIM_THREADS;
+        const uint base = (token * p.n_head + head) * p.n_chunks;
+        float max_all = -1.0 / 0.0;
+        for (uint c = first_chunk; c <= last_chunk; ++c) max_all = max(max_all, partial_stats[base + c].x);
+        float sum = 0.0;
+        vec4 acc = vec4(0.0);
+        for (uint c = first_chunk; c <= last_chunk; ++c) {
+            const vec2 stats = partial_stats[base + c];
+            const float weight = exp(stats.x - max_all);
+            sum += weight * stats.y;
+            acc += weight * partial_out4[(base + c) * DIM_THREADS + dim4];
+        }
+        out4[(token * p.n_head + head) * DIM_THREADS + dim4] = acc / sum;
+    }
+}
+
 void main() {
     const uint head0 = gl_WorkGroupID.y * HEADS, token = gl_WorkGroupID.z;
     const uint kv_head = head0 / (p.n_head / p.n_head_kv);
     const int last_pos = positions[p.n_tokens - 1];
     held = cache_keys(last_pos, p.n_cells);
     const ivec2 keys = visible_keys(held, positions[token], last_pos, p.n_swa, p.n_cells, p.causal != 0u);
-    const uint first_chunk = uint(keys.x) / CHUNK;
-    if (keys.y < keys.x || gl_WorkGroupID.x > uint(keys.y) / CHUNK - first_chunk) return;  // uniform
+    if (keys.y < keys.x) {  // no key at all (a negative position): an all-zero output, never NaN
+        if (gl_WorkGroupID.x == 0u)
+            for (uint i = gl_LocalInvocationID.x; i < HEADS * DIM_THREADS; i += CHUNK)
+                out4[(token * p.n_head + head0) * DIM_THREADS + i] = vec4(0.0);
+        return;
+    }
+    const uint first_chunk = uint(keys.x) / CHUNK, last_chunk = uint(keys.y) / CHUNK;
+    const uint workers = min(gl_NumWorkGroups.x, last_chunk - first_chunk + 1u);  // the others have no chunk
+    if (gl_WorkGroupID.x >= workers) return;  // uniform
 
     for (uint i = gl_LocalInvocationID.x; i < HEADS * HEAD_DIM_K / 4; i += CHUNK)
         q_tile[i] = q4[(token * p.q_stride + head0 * HEAD_DIM_K) / 4 + i];
     barrier();
     // Shared arrays are rewritten only after the barriers of the next chunk's softmax, by which time
     // every invocation has finished reading them.
-    for (uint chunk = first_chunk + gl_WorkGroupID.x; chunk <= uint(keys.y) / CHUNK; chunk += gl_NumWorkGroups.x)
+    for (uint chunk = first_chunk + gl_WorkGroupID.x; chunk <= last_chunk; chunk += gl_NumWorkGroups.x)
         process_chunk(chunk, head0, token, kv_head, keys);
+
+    // Every partial write of this workgroup is made visible before it counts itself in; the
+    // workgroup that completes the count sees everyone's.
+    memoryBarrierBuffer();
+    barrier();
+    if (gl_LocalInvocationID.x == 0u) {
+        const uint counter = token * gl_NumWorkGroups.y + gl_WorkGroupID.y;
+        last_arrival = atomicAdd(arrivals[counter], 1u) == workers - 1u;
+        if (last_arrival) arrivals[counter] = 0u;  // every other worker has counted itself already
+    }
+    barrier();
+    if (!last_arrival) return;
+    memoryBarrierBuffer();
+    merge_partials(head0, token, first_chunk, last_chunk);
 }

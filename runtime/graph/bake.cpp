@@ -34,6 +34,7 @@ BakedGraph Graph::bake(BakeOptions options) && {
     state->options = options;
     state->resources = std::move(resources_);
     state->passes = std::move(passes_);
+    state->owned = std::move(owned_);
     BakedGraph baked(std::move(state));
     baked.stats_.bake_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
     return baked;

@@ -70,6 +70,13 @@ Region Graph::transient(std::string name, VkDeviceSize bytes) {
     return {uint32_t(resources_.size() - 1), 0, bytes};
 }
 
+Region Graph::zeroed(std::string name, VkDeviceSize bytes) {
+    if (bytes == 0) fail("zeroed resource '{}' is empty", name);
+    const gpu::Buffer& buffer = owned_.emplace_back(device_->allocator().create(bytes, gpu::MemoryDomain::DeviceMapped));
+    buffer.write(0, std::vector<std::byte>(bytes));
+    return persistent(std::move(name), buffer.range());
+}
+
 gpu::BufferRange Graph::range(Region region) const {
     if (region.resource >= resources_.size()) fail("range() of a region that names no resource");
     const Resource& resource = resources_[region.resource];

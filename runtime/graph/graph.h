@@ -92,6 +92,9 @@ public:
     Region persistent(std::string name, const gpu::BufferRange& range);
     // Memory the graph owns for the length of one run; its contents do not survive between runs.
     Region transient(std::string name, VkDeviceSize bytes);
+    // Memory the graph owns for its whole life, zero at first, that every run must leave zero again
+    // (counters a kernel resets itself); passes see it as persistent memory.
+    Region zeroed(std::string name, VkDeviceSize bytes);
     // The returned reference stays valid until bake().
     Pass& add_pass(std::string name, const gpu::Pipeline& pipeline);
 
@@ -108,6 +111,7 @@ public:
 private:
     gpu::Device* device_;
     std::vector<Resource> resources_;
+    std::vector<gpu::Buffer> owned_;  // zeroed() memory
 
     Region region_of(const gpu::BufferRange& range, const std::string& pass, size_t binding);
     std::vector<std::unique_ptr<Pass>> passes_;

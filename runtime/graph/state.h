@@ -17,6 +17,7 @@ struct BakedGraph::State {
     std::vector<std::vector<size_t>> levels;  // pass indices, in declaration order within a level
     std::vector<Placement> placements;        // per resource; used for transients
     std::vector<gpu::Buffer> arenas;
+    std::vector<gpu::Buffer> owned;  // Graph::zeroed memory
     std::unique_ptr<gpu::DescriptorArena> descriptors;
     std::vector<VkDescriptorSet> sets;  // per pass
     VkCommandBuffer command_buffer = VK_NULL_HANDLE;

@@ -122,6 +122,20 @@ void project_normed(Builder& b, const std::string& name, const Weight& weights, 
     project_input(b, name, weights, ops::MatvecInput::rms_norm(b.range(x), norm.range(), eps), y, false);
 }
 
+void attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
+               const ops::AttentionShape& shape, const AttentionRegions& regions) {
+    const bool decode = shape.n_tokens == 1 || !ops::attention_prefill_supports(b.device.caps(), config);
+    auto scratch = b.graph.transient(name + "_scratch",
+                                     std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(config, shape)
+                                                                  : ops::attention_prefill_scratch_bytes(config, shape)));
+    ops::AttentionBuffers buffers{b.range(regions.q),         b.range(regions.k_cache), b.range(regions.v_cache),
+                                  b.range(regions.positions), b.range(regions.out),     b.range(scratch)};
+    if (!decode) return b.add(name, ops::attention_prefill(b.device, config, shape, buffers));
+    // The decode kernel's arrival counters persist between runs, left zero by each.
+    buffers.counters = b.range(b.graph.zeroed(name + "_counters", ops::attention_decode_counter_bytes(config, shape)));
+    b.add(name, ops::attention_decode(b.device, config, shape, buffers));
+}
+
 void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
                    const KvLayerRegions& cache, ops::KvType kv_type) {
     const ops::AttentionConfig& c = spec.config;
@@ -155,15 +169,9 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
         b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, b.range(q), n_tokens, q_size,
                                                                    spec.temperature_beta, spec.temperature_length));
 
-    ops::AttentionShape shape{n_tokens, cache.n_cells, kv_type};
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
-    bool decode = n_tokens == 1 || !ops::attention_prefill_supports(b.device.caps(), c);
-    auto scratch = b.graph.transient(layer_name(layer, "attn_scratch"),
-                                     std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(c, shape)
-                                                                  : ops::attention_prefill_scratch_bytes(c, shape)));
-    ops::AttentionBuffers buffers{b.range(q), b.range(cache.k), b.range(cache.v), positions, b.range(out), b.range(scratch)};
-    b.add(layer_name(layer, "attn"), decode ? ops::attention_decode(b.device, c, shape, buffers)
-                                            : ops::attention_prefill(b.device, c, shape, buffers));
+    attention(b, layer_name(layer, "attn"), c, {n_tokens, cache.n_cells, kv_type},
+              {q, cache.k, cache.v, b.step.positions, out});
 
     residual_add(b, layer_name(layer, "post_attention_norm"), x, weights.post_norm, spec.rms_eps,
                  [&](graph::Region y, bool accumulate) {

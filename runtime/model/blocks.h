@@ -8,6 +8,7 @@
 #include "graph/graph.h"
 #include "model/forward.h"
 #include "model/weights.h"
+#include "ops/attention.h"
 #include "ops/attention_config.h"
 #include "ops/elementwise.h"
 #include "ops/matvec.h"
@@ -64,6 +65,17 @@ struct AttentionSpec {
     float temperature_beta = 0;  // Llama-4 attention temperature (B.5); 0: off
     uint32_t temperature_length = 0;
 };
+
+// The buffers of an attention pass (ops/attention.h): q, the caches, positions and the output.
+struct AttentionRegions {
+    graph::Region q, k_cache, v_cache, positions, out;
+};
+
+// out = attention of q over the cache, by the decode kernel for one token (or where the prefill
+// kernel does not take the heads), else by the prefill kernel; with the scratch (and for decode the
+// counters) the kernel needs, named after the pass.
+void attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
+               const ops::AttentionShape& shape, const AttentionRegions& regions);
 
 // x += output · attention(rope(q), cache(rope(k), v)) over norm(x): the GQA layer half.
 void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,

@@ -276,14 +276,7 @@ private:
 
     void dense_attention(blocks::Builder& b, int il, const ops::AttentionConfig& config, const ops::AttentionShape& shape,
                          graph::Region q, const KvLayerRegions& cache, graph::Region out) const {
-        const bool decode = shape.n_tokens == 1 || !ops::attention_prefill_supports(b.device.caps(), config);
-        auto scratch = b.graph.transient(layer_name(il, "attn_scratch"),
-                                         std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(config, shape)
-                                                                      : ops::attention_prefill_scratch_bytes(config, shape)));
-        const ops::AttentionBuffers buffers{b.range(q), b.range(cache.k), b.range(cache.v), b.range(b.step.positions),
-                                            b.range(out), b.range(scratch)};
-        b.add(layer_name(il, "attn"), decode ? ops::attention_decode(b.device, config, shape, buffers)
-                                             : ops::attention_prefill(b.device, config, shape, buffers));
+        blocks::attention(b, layer_name(il, "attn"), config, shape, {q, cache.k, cache.v, b.step.positions, out});
     }
 };
 

@@ -91,14 +91,7 @@ void attention_mla(Builder& b, int layer, graph::Region x, const MlaWeights& wei
                                       .head_dim_v = spec.kv_lora_rank, .scale = spec.kq_scale, .float16 = false};
     const ops::AttentionShape shape{.n_tokens = n_tokens, .n_cells = cache.n_cells, .kv_type = kv_type, .v_stride = k_row};
     auto latent_out = b.graph.transient(layer_name(layer, "attn_latent_out"), n_tokens * spec.n_head * spec.kv_lora_rank * f32);
-    const bool decode = n_tokens == 1 || !ops::attention_prefill_supports(b.device.caps(), config);
-    auto scratch = b.graph.transient(layer_name(layer, "attn_scratch"),
-                                     std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(config, shape)
-                                                                  : ops::attention_prefill_scratch_bytes(config, shape)));
-    const ops::AttentionBuffers buffers{b.range(q), b.range(cache.k), b.range(cache.k), b.range(b.step.positions),
-                                        b.range(latent_out), b.range(scratch)};
-    b.add(layer_name(layer, "attn"), decode ? ops::attention_decode(b.device, config, shape, buffers)
-                                            : ops::attention_prefill(b.device, config, shape, buffers));
+    blocks::attention(b, layer_name(layer, "attn"), config, shape, {q, cache.k, cache.k, b.step.positions, latent_out});
 
     // Each head's latent output back to v_head_dim values through its slice of attn_v_b.
     const uint32_t out_row = spec.n_head * spec.v_head_dim, latent_row = spec.n_head * spec.kv_lora_rank;

@@ -138,29 +138,42 @@ uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const Att
            uint64_t(shape.n_tokens) * config.n_head * decode_chunks(config, shape) * 8;
 }
 
+// One per query and head group; the device picks the group size, so this is sized for groups of one.
+uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const AttentionShape& shape) {
+    return uint64_t(shape.n_tokens) * config.n_head * 4;
+}
+
 std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                             const AttentionShape& shape, const AttentionBuffers& buffers,
                                             uint32_t chunk_workgroups) {
     check(config, shape, buffers, "attention_decode");
     require_scratch(buffers, attention_decode_scratch_bytes(config, shape), "attention_decode");
+    if (buffers.counters.size < attention_decode_counter_bytes(config, shape))
+        fail("attention_decode: counters of {} bytes, {} needed", buffers.counters.size,
+             attention_decode_counter_bytes(config, shape));
     const gpu::Capabilities& caps = device.caps();
     const uint32_t chunk = decode_chunk(config), n_chunks = decode_chunks(config, shape);
     const uint32_t heads = decode_heads(caps, config, chunk);
-    if (shape.n_tokens > caps.max_workgroup_count[2] || n_chunks > caps.max_workgroup_count[0])
+    if (shape.n_tokens > caps.max_workgroup_count[2] || config.n_head / heads > caps.max_workgroup_count[1] ||
+        n_chunks > caps.max_workgroup_count[0])
         fail("attention_decode: {} queries over {} chunks exceed the device's dispatch limits", shape.n_tokens, n_chunks);
     const uint64_t out_bytes = decode_partial_out_bytes(config, shape);
     const gpu::BufferRange partial_out = buffers.scratch.sub(0, out_bytes);
     const gpu::BufferRange partial_stats = buffers.scratch.sub(out_bytes, buffers.scratch.size - out_bytes);
-    const params::AttentionParams params = attention_params(config, shape, n_chunks, 0, shape.n_cells);
 
-    gpu::Dispatch split;
-    split.pipeline = &device.pipelines().get(
+    gpu::Dispatch decode;
+    decode.pipeline = &device.pipelines().get(
         std::string("attn_decode") + cache_suffix(shape.kv_type),
         {{0, chunk}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads}});
-    split.bindings = {{buffers.q, gpu::Access::Read},         {buffers.k_cache, gpu::Access::Read},
-                      {buffers.v_cache, gpu::Access::Read},   {buffers.positions, gpu::Access::Read},
-                      {partial_out, gpu::Access::Write},      {partial_stats, gpu::Access::Write}};
-    split.params(params);
+    decode.bindings = {{buffers.q, gpu::Access::Read},
+                       {buffers.k_cache, gpu::Access::Read},
+                       {buffers.v_cache, gpu::Access::Read},
+                       {buffers.positions, gpu::Access::Read},
+                       {partial_out, gpu::Access::ReadWrite},
+                       {partial_stats, gpu::Access::ReadWrite},
+                       {buffers.counters, gpu::Access::ReadWrite},
+                       {buffers.out, gpu::Access::Write}};
+    decode.params(attention_params(config, shape, n_chunks, 0, shape.n_cells));
     uint32_t workgroups = n_chunks;
     if (chunk_workgroups)
         workgroups = std::min(n_chunks, chunk_workgroups);
@@ -168,18 +181,8 @@ std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const Attention
         workgroups = std::min(n_chunks, std::max(cpu_decode_workgroups,
                                                  (n_chunks + cpu_decode_max_chunks_per_workgroup - 1) /
                                                      cpu_decode_max_chunks_per_workgroup));
-    split.groups = {workgroups, config.n_head / heads, shape.n_tokens};
-
-    gpu::Dispatch combine;
-    combine.pipeline = &device.pipelines().get(
-        "attn_combine", {{0, std::min(config.head_dim_v, 128u)}, {3, config.head_dim_v}, {4, chunk}});
-    combine.bindings = {{partial_out, gpu::Access::Read},
-                        {partial_stats, gpu::Access::Read},
-                        {buffers.positions, gpu::Access::Read},
-                        {buffers.out, gpu::Access::Write}};
-    combine.params(params);
-    combine.groups = {config.n_head, shape.n_tokens, 1};
-    return {split, combine};
+    decode.groups = {workgroups, config.n_head / heads, shape.n_tokens};
+    return {decode};
 }
 
 uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape) {

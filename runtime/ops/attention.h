@@ -6,8 +6,8 @@
 // circular one serves a sliding window of W for batches of n_tokens with W + n_tokens - 1 cells.
 // Query positions come from the int32 positions buffer that RoPE reads, so recorded dispatches serve
 // every step: they cover the whole cache and skip the keys no query sees.
-//   decode:  few queries; the keys split over workgroups (shaders/attn_decode.comp), then a combine
-//            pass (shaders/attn_combine.comp). Scratch grows with n_tokens * n_cells.
+//   decode:  few queries; the keys split over workgroups whose last to finish merges their partial
+//            results, in one dispatch (shaders/attn_decode.comp). Scratch grows with n_tokens * n_cells.
 //   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys;
 //            where caps.use_float16(), q.k is formed in f16 (f32 sums and softmax).
 #include <cstdint>
@@ -30,14 +30,19 @@ struct AttentionShape {
 };
 
 // The buffers: q f32 [n_tokens] rows of q_stride floats, each starting with [n_head][head_dim_k]; caches as kv_write fills them; positions int32
-// [n_tokens]; out f32 [n_tokens][n_head][head_dim_v]; scratch of the op's scratch_bytes.
+// [n_tokens]; out f32 [n_tokens][n_head][head_dim_v]; scratch of the op's scratch_bytes. Decode also
+// takes counters: u32 of attention_decode_counter_bytes, zero before its first dispatch runs; every
+// dispatch leaves them zero again, so they persist between runs (graph::Graph::zeroed) and a recorded
+// dispatch can be replayed.
 struct AttentionBuffers {
     gpu::BufferRange q, k_cache, v_cache, positions, out, scratch;
+    gpu::BufferRange counters = {};
 };
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
+uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const AttentionShape& shape);
 // chunk_workgroups (0: the device's choice; tests set it) is how many workgroups per head group share
-// the chunks: one per chunk of the cache on GPUs, a few that loop on CPU devices.
+// the chunks: one per chunk of the cache on GPUs, a few that loop on CPU devices. One dispatch.
 std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                             const AttentionShape& shape, const AttentionBuffers& buffers,
                                             uint32_t chunk_workgroups = 0);

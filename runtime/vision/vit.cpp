@@ -80,16 +80,9 @@ void attention(Builder& b, const ClipHparams& hp, const VitLayerWeights& l, cons
                                                          b.range(k_cache)));
     b.graph.add(layer_name(il, "cache_v"), ops::kv_write(b.device, ops::KvType::F16, write, b.range(v), b.range(in.slots),
                                                          b.range(v_cache)));
-    const ops::AttentionShape shape{n, n, ops::KvType::F16};
-    const bool prefill = ops::attention_prefill_supports(b.device.caps(), config);
-    auto scratch = b.graph.transient(layer_name(il, "attn_scratch"),
-                                     std::max<uint64_t>(4, prefill ? ops::attention_prefill_scratch_bytes(config, shape)
-                                                                   : ops::attention_decode_scratch_bytes(config, shape)));
     auto out = b.graph.transient(layer_name(il, "attn_out"), row_bytes);
-    const ops::AttentionBuffers buffers{b.range(q), b.range(k_cache), b.range(v_cache), b.range(in.mask_positions),
-                                        b.range(out), b.range(scratch)};
-    b.add(layer_name(il, "attn"), prefill ? ops::attention_prefill(b.device, config, shape, buffers)
-                                          : ops::attention_decode(b.device, config, shape, buffers));
+    model::blocks::attention(b, layer_name(il, "attn"), config, {n, n, ops::KvType::F16},
+                             {q, k_cache, v_cache, in.mask_positions, out});
     linear(b, layer_name(il, "attn_out"), l.attn_out, l.attn_out_b, out, x, /*accumulate=*/true);
 }
 

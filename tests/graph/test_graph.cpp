@@ -199,6 +199,25 @@ TEST_CASE("a graph replayed 1000 times with changing step values matches a fresh
     CHECK(baked.stats().recordings == 1);
 }
 
+TEST_CASE("zeroed memory starts at zero and lives as long as the baked graph") {
+    Fixture f({3}, 1);
+    {  // memory freed with values in it, which the allocator hands out again
+        gpu::Buffer used = test::device().allocator().create(bytes, gpu::MemoryDomain::DeviceMapped);
+        const std::vector<float> ones(n, 1.0f);
+        used.write(0, std::as_bytes(std::span(ones)));
+    }
+    graph::BakedGraph baked = [&] {
+        graph::Graph g(test::device());
+        scale(g, "scale", g.persistent("step", f.step.range()), g.zeroed("zeros", bytes),
+              g.persistent("y", f.arrays[0].range()), 0, 7.0f);
+        return std::move(g).bake();
+    }();
+    for (int run = 0; run < 2; ++run) {
+        baked.replay();
+        CHECK(f.read(0) == std::vector<float>(n, 7.0f));
+    }
+}
+
 TEST_CASE("a pass sized by the GPU: indirect dispatch from arguments an earlier pass wrote") {
     for (uint32_t count : {1u, 64u, 65u, 999u}) {
         Fixture f({count}, 2);

@@ -53,6 +53,21 @@ AttentionInputs random_inputs(const AttentionCase& c, uint64_t seed) {
     return inputs;
 }
 
+std::vector<float> reference(const AttentionCase& c, const AttentionInputs& inputs, const std::vector<int32_t>& positions) {
+    const ops::AttentionConfig& config = c.config;
+    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
+    std::vector<float> want(positions.size() * config.n_head * config.head_dim_v);
+    ref::attention(inputs.q, ref::kv_read(c.kv_type, inputs.k_cache, k_row), ref::kv_read(c.kv_type, inputs.v_cache, v_row),
+                   positions, config, want);
+    return want;
+}
+
+// Decode leaves its arrival counters zero for the next run.
+void check_counters_zero(const gpu::Buffer& counters, const ops::AttentionConfig& config, const ops::AttentionShape& shape) {
+    const size_t count = ops::attention_decode_counter_bytes(config, shape) / 4;
+    CHECK(test::download_values<uint32_t>(counters, count) == std::vector<uint32_t>(count, 0));
+}
+
 // chunk_workgroups: decode's workgroups per head group (0: the device's choice).
 void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32_t chunk_workgroups = 0) {
     const std::string name = c.name;
@@ -73,17 +88,16 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32
     gpu::Buffer q = test::upload(strided_q), k = test::upload_bytes(inputs.k_cache), v = test::upload_bytes(inputs.v_cache);
     gpu::Buffer positions = test::upload_values(std::span(c.positions)), scratch = test::zero_buffer(scratch_bytes);
     gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));  // every output must be written
-    const ops::AttentionBuffers buffers{q.range(), k.range(), v.range(), positions.range(), out.range(), scratch.range()};
+    gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
+    const ops::AttentionBuffers buffers{q.range(),   k.range(),       v.range(),       positions.range(),
+                                        out.range(), scratch.range(), counters.range()};
     test::run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
                       : ops::attention_decode(test::device(), config, shape, buffers, chunk_workgroups));
 
-    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
-    std::vector<float> want(out_count);
-    ref::attention(inputs.q, ref::kv_read(c.kv_type, inputs.k_cache, k_row), ref::kv_read(c.kv_type, inputs.v_cache, v_row),
-                   c.positions, config, want);
     const bool float16 = prefill && test::device().caps().use_float16();
-    test::check_close(test::download(out, out_count), want, float16 ? test::f16_tolerance : test::f32_tolerance, seed,
-                      c.name);
+    test::check_close(test::download(out, out_count), reference(c, inputs, c.positions),
+                      float16 ? test::f16_tolerance : test::f32_tolerance, seed, c.name);
+    if (!prefill) check_counters_zero(counters, config, shape);
 }
 
 std::vector<int32_t> consecutive(int32_t first, int32_t count) {
@@ -109,9 +123,44 @@ TEST_CASE("attention decode: GQA, f16 and q8_0 caches, sliding window, softcap, 
                          .n_swa = 100}, ops::KvType::F16, 1000, {999, 50}},
     };
     uint64_t seed = test::base_seed() + 900;
-    for (const AttentionCase& c : cases) {  // one workgroup per chunk (as on GPUs), and 3 that loop
+    for (const AttentionCase& c : cases) {  // one workgroup per chunk (as on GPUs), 3 that loop, the device's choice
         check_attention(c, false, seed, UINT32_MAX);
-        check_attention(c, false, seed++, 3);
+        check_attention(c, false, seed, 3);
+        check_attention(c, false, seed++, 0);
+    }
+}
+
+// A session records decode once and replays it for every token: each run must leave the arrival
+// counters zero for the next. Positions move across chunk boundaries, before the first chunk's end
+// (most workgroups find no chunk and leave at once), around a circular window cache, and below 0.
+TEST_CASE("attention decode: one dispatch replayed over changing positions") {
+    const AttentionCase c{"replayed", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
+                                       .softcap = 5.0f, .n_swa = 700}, ops::KvType::Q8_0, 1000, {0, 0}};
+    const ops::AttentionShape shape{.n_tokens = 2, .n_cells = c.n_cells, .kv_type = c.kv_type};
+    const uint64_t seed = test::base_seed() + 1200;
+    const AttentionInputs inputs = random_inputs(c, seed);
+    const size_t out_count = size_t(shape.n_tokens) * c.config.n_head * c.config.head_dim_v;
+    gpu::Buffer q = test::upload(inputs.q), k = test::upload_bytes(inputs.k_cache), v = test::upload_bytes(inputs.v_cache);
+    gpu::Buffer positions = test::device().allocator().create(shape.n_tokens * 4, gpu::MemoryDomain::DeviceMapped);
+    gpu::Buffer scratch = test::zero_buffer(ops::attention_decode_scratch_bytes(c.config, shape));
+    gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(c.config, shape));
+    gpu::Buffer out = test::zero_buffer(out_count * 4);
+    const ops::AttentionBuffers buffers{q.range(),   k.range(),       v.range(),       positions.range(),
+                                        out.range(), scratch.range(), counters.range()};
+    const std::vector<std::vector<int32_t>> steps = {{998, 999}, {0, 1}, {127, 128}, {-1, 300}, {4999, 5000},
+                                                     {699, 700}, {128, 129}, {-3, -2}, {998, 999}};
+    for (uint32_t chunk_workgroups : {UINT32_MAX, 3u, 0u}) {
+        CAPTURE(chunk_workgroups);
+        const std::vector<gpu::Dispatch> dispatches =
+            ops::attention_decode(test::device(), c.config, shape, buffers, chunk_workgroups);
+        for (const std::vector<int32_t>& step : steps) {
+            CAPTURE(step[1]);
+            positions.write(0, std::as_bytes(std::span(step)));
+            test::run(dispatches);
+            test::check_close(test::download(out, out_count), reference(c, inputs, step), test::f32_tolerance, seed,
+                              c.name);
+        }
+        check_counters_zero(counters, c.config, shape);
     }
 }
 
@@ -150,7 +199,8 @@ TEST_CASE("attention over a circular window cache and non-causal batches, decode
     uint64_t seed = test::base_seed() + 1100;
     for (const AttentionCase& c : decode_cases) {
         check_attention(c, false, seed, UINT32_MAX);
-        check_attention(c, false, seed++, 3);
+        check_attention(c, false, seed, 3);
+        check_attention(c, false, seed++, 0);
     }
     const AttentionCase prefill_cases[] = {
         {"window 37, chunk 33", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,

@@ -89,8 +89,9 @@ void check_latent_attention(uint32_t n_head, uint32_t latent, uint32_t rope, ops
     gpu::Buffer q_buffer = test::upload(q), k = test::upload_bytes(cache), scratch = test::zero_buffer(scratch_bytes);
     gpu::Buffer position_buffer = test::upload_values(std::span<const int32_t>(positions));
     gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));
+    gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
     const ops::AttentionBuffers buffers{q_buffer.range(), k.range(), k.range(), position_buffer.range(), out.range(),
-                                        scratch.range()};
+                                        scratch.range(), counters.range()};
     test::run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
                       : ops::attention_decode(test::device(), config, shape, buffers));
 
@@ -127,7 +128,8 @@ TEST_CASE("attention with V read from the latent prefix of the K cache (absorbed
 TEST_CASE("attention refuses a V stride shorter than its heads") {
     const ops::AttentionConfig config{.n_head = 2, .n_head_kv = 1, .head_dim_k = 48, .head_dim_v = 32, .scale = 1.0f};
     gpu::Buffer any = test::zero_buffer(1 << 16);
-    const ops::AttentionBuffers buffers{any.range(), any.range(), any.range(), any.range(), any.range(), any.range()};
+    const ops::AttentionBuffers buffers{any.range(), any.range(), any.range(), any.range(), any.range(), any.range(),
+                                        any.range()};
     for (uint32_t v_stride : {16u, 34u})
         CHECK_THROWS_AS(ops::attention_decode(test::device(), config, {1, 8, ops::KvType::F16, 0, v_stride}, buffers),
                         Error);
