@@ -128,12 +128,14 @@ uint32_t projector_scale_factor(const Source& source, const ConfigSection& visio
     const nlohmann::json length = preprocessor.value("image_seq_length", nlohmann::json(256));
     if (!length.is_number_unsigned() || length.get<uint64_t>() == 0)
         fail("{}: image_seq_length is not a positive integer", path.string());
+    const uint64_t patch_size = vision.u64("patch_size");
+    if (patch_size == 0) fail("{}.patch_size is 0", vision.where());
     const auto per_side = uint64_t(std::sqrt(double(length.get<uint64_t>())));
-    return uint32_t(vision.u64("image_size") / vision.u64("patch_size") / per_side);
+    return uint32_t(vision.u64("image_size") / patch_size / per_side);
 }
 
 // One vision tensor's GGUF name, rows and the type llama.cpp forces on it; nullopt for the unused
-// SigLIP head.
+// SigLIP head (tinygemma3's).
 std::optional<PlannedTensor> vision_tensor(const SafeTensor& t, std::string_view name) {
     const auto planned = [&](std::string gguf_name, RowSource rows, std::optional<gguf::GgmlType> type = {}) {
         return PlannedTensor{std::move(gguf_name), ggml_shape(t), std::move(rows), {}, {}, type};
@@ -142,16 +144,17 @@ std::optional<PlannedTensor> vision_tensor(const SafeTensor& t, std::string_view
         return planned("mm.input_projection.weight", copy_rows(t), gguf::GgmlType::F16);
     if (name == "multi_modal_projector.mm_soft_emb_norm.weight")  // Gemma's RMSNorm, unlike SigLIP's
         return planned("mm.soft_emb_norm.weight", plus_one_rows(t));
-    std::string_view rest = name;
-    if (!rest.starts_with("vision_tower.vision_model.")) return std::nullopt;
-    rest.remove_prefix(26);
-    if (rest.starts_with("head.")) return std::nullopt;
-    if (auto it = vision_names.find(rest); it != vision_names.end())  // ".embeddings." stay F32
-        return planned(std::string(it->second), copy_rows(t),
-                       rest.starts_with("embeddings.") ? std::optional(gguf::GgmlType::F32) : std::nullopt);
-    if (auto layer = split_layer_name(rest, "encoder."))
-        if (auto it = vision_layer_names.find(layer->rest); it != vision_layer_names.end())
-            return planned(fmt::format("v.blk.{}.{}", layer->layer, it->second), copy_rows(t));
+    constexpr std::string_view tower = "vision_tower.vision_model.";
+    if (name.starts_with(tower)) {
+        const std::string_view rest = name.substr(tower.size());
+        if (rest.starts_with("head.")) return std::nullopt;
+        if (auto it = vision_names.find(rest); it != vision_names.end())  // ".embeddings." stay F32
+            return planned(std::string(it->second), copy_rows(t),
+                           rest.starts_with("embeddings.") ? std::optional(gguf::GgmlType::F32) : std::nullopt);
+        if (auto layer = split_layer_name(rest, "encoder."))
+            if (auto it = vision_layer_names.find(layer->rest); it != vision_layer_names.end())
+                return planned(fmt::format("v.blk.{}.{}", layer->layer, it->second), copy_rows(t));
+    }
     fail("{}: tensor '{}' has no GGUF name in the Gemma 3 vision mapping", t.file, t.name);
 }
 
@@ -182,10 +185,6 @@ Plan plan_gemma3(const Source& source) {
     Plan plan;
     plan.metadata.add_string("general.architecture", "gemma3");
     add_keys(plan.metadata, text);
-    if (!std::filesystem::exists(source.dir / "tokenizer.model") && !std::filesystem::exists(source.dir / "tokenizer.json"))
-        fail("{}: no tokenizer.model or tokenizer.json (the Gemma 3 converter reads SentencePiece's model or HF's "
-             "conversion of it)",
-             source.dir.string());
     const uint64_t n_vocab =
         add_sentencepiece_vocab(plan.metadata, source.dir, text.opt_u64("vocab_size").value_or(default_n_vocab));
     plan.metadata.add_bool("tokenizer.ggml.add_space_prefix", false);
