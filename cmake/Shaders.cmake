@@ -34,9 +34,10 @@ function(vkllm_shader name source)
   set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} ${name} PARENT_SCOPE)
 endfunction()
 
-# A kernel that reads weights: NAME reads them from storage buffers, NAME_texel (TEXEL_READS) through
-# uniform texel buffers, the faster path on CPU devices (gpu::Capabilities::texel_reads).
-function(vkllm_weight_shader name source)
+# A kernel reading weights, a KV cache or matvec inputs: NAME reads them from storage buffers,
+# NAME_texel (TEXEL_READS) through uniform texel buffers, the faster path on CPU devices
+# (gpu::Capabilities::texel_reads).
+function(vkllm_texel_shader name source)
   vkllm_shader(${name} ${source} ${ARGN})
   cmake_parse_arguments(ARG "" "" "DEFINES" ${ARGN})
   vkllm_shader(${name}_texel ${source} DEFINES ${ARG_DEFINES} TEXEL_READS=1)

@@ -1,18 +1,38 @@
 // Reads of a KV cache (layout: runtime/ops/attention_config.h) bound at K_BINDING and V_BINDING.
 // The includer defines KV_F16 or KV_Q8_0. Elements are addressed as cell * row_size + offset in the
-// row; loads take 4 consecutive values starting at a multiple of 4.
+// row; loads take 4 consecutive values starting at a multiple of 4. With TEXEL_READS the cache is
+// bound as uniform texel buffers of uvec4 (gpu::Capabilities::texel_reads: faster on CPU devices).
+#ifdef TEXEL_READS
+layout(binding = K_BINDING) uniform usamplerBuffer k_texels;
+layout(binding = V_BINDING) uniform usamplerBuffer v_texels;
+uint k_word(uint word) { return texelFetch(k_texels, int(word >> 2))[word & 3u]; }
+uint v_word(uint word) { return texelFetch(v_texels, int(word >> 2))[word & 3u]; }
+uvec2 k_word2(uint pair) {
+    const uvec4 quad = texelFetch(k_texels, int(pair >> 1));
+    return (pair & 1u) != 0u ? quad.zw : quad.xy;
+}
+uvec2 v_word2(uint pair) {
+    const uvec4 quad = texelFetch(v_texels, int(pair >> 1));
+    return (pair & 1u) != 0u ? quad.zw : quad.xy;
+}
+#else
 layout(std430, binding = K_BINDING) readonly buffer KWords { uint k_words[]; };
 layout(std430, binding = K_BINDING) readonly buffer KWords2 { uvec2 k_words2[]; };
 layout(std430, binding = V_BINDING) readonly buffer VWords { uint v_words[]; };
 layout(std430, binding = V_BINDING) readonly buffer VWords2 { uvec2 v_words2[]; };
+uint k_word(uint word) { return k_words[word]; }
+uint v_word(uint word) { return v_words[word]; }
+uvec2 k_word2(uint pair) { return k_words2[pair]; }
+uvec2 v_word2(uint pair) { return v_words2[pair]; }
+#endif
 
 #ifdef KV_F16
 vec4 k_load4(uint element, uint n_cells, uint row_size) {
-    const uvec2 w = k_words2[element / 4];
+    const uvec2 w = k_word2(element / 4);
     return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
 }
 vec4 v_load4(uint element, uint n_cells, uint row_size) {
-    const uvec2 w = v_words2[element / 4];
+    const uvec2 w = v_word2(element / 4);
     return vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
 }
 #else
@@ -22,13 +42,13 @@ vec4 q8_values(uint quants) { return vec4(ivec4(uvec4(quants) << uvec4(24, 16, 8
 
 vec4 k_load4(uint element, uint n_cells, uint row_size) {
     const uint scale_index = element / 32;
-    const float d = q8_scale(scale_index, k_words[n_cells * row_size / 4 + scale_index / 2]);
-    return q8_values(k_words[element / 4]) * d;
+    const float d = q8_scale(scale_index, k_word(n_cells * row_size / 4 + scale_index / 2));
+    return q8_values(k_word(element / 4)) * d;
 }
 vec4 v_load4(uint element, uint n_cells, uint row_size) {
     const uint scale_index = element / 32;
-    const float d = q8_scale(scale_index, v_words[n_cells * row_size / 4 + scale_index / 2]);
-    return q8_values(v_words[element / 4]) * d;
+    const float d = q8_scale(scale_index, v_word(n_cells * row_size / 4 + scale_index / 2));
+    return q8_values(v_word(element / 4)) * d;
 }
 #endif
 

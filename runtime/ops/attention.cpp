@@ -50,8 +50,6 @@ void check(const AttentionConfig& config, const AttentionShape& shape, const Att
         fail("{}: buffers too small for {} queries over {} cells", op, shape.n_tokens, shape.n_cells);
 }
 
-const char* cache_suffix(KvType type) { return type == KvType::Q8_0 ? "_q8_0" : "_f16"; }
-
 // Decode: one invocation per key of a chunk; the chunk is a multiple of the head_dim_v / 4
 // invocations that each own 4 output dims, so it depends on the config alone (as scratch sizes must).
 uint32_t decode_chunk(const AttentionConfig& config) {
@@ -121,6 +119,11 @@ PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfi
 
 }  // namespace
 
+std::string kv_pipeline_name(std::string_view kernel, KvType type, bool float16, const gpu::Capabilities& caps) {
+    return fmt::format("{}{}{}{}", kernel, type == KvType::Q8_0 ? "_q8_0" : "_f16", float16 ? "_f16" : "",
+                       caps.texel_reads() ? "_texel" : "");
+}
+
 namespace {
 
 void require_scratch(const AttentionBuffers& buffers, uint64_t needed, const char* op) {
@@ -163,7 +166,7 @@ std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const Attention
 
     gpu::Dispatch decode;
     decode.pipeline = &device.pipelines().get(
-        std::string("attn_decode") + cache_suffix(shape.kv_type),
+        kv_pipeline_name("attn_decode", shape.kv_type, false, device.caps()),
         {{0, chunk}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads}});
     decode.bindings = {{buffers.q, gpu::Access::Read},
                        {buffers.k_cache, gpu::Access::Read},
@@ -197,7 +200,7 @@ std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const Attentio
     const gpu::Capabilities& caps = device.caps();
     const PrefillLaunch launch = prefill_launch(caps, config);
     const gpu::Pipeline& pipeline = device.pipelines().get(
-        std::string("attn_prefill") + cache_suffix(shape.kv_type) + (launch.float16 ? "_f16" : ""),
+        kv_pipeline_name("attn_prefill", shape.kv_type, launch.float16, caps),
         {{0, launch.workgroup_size}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, launch.rows},
          {6, launch.tile_keys}});
     const uint32_t tiles = (shape.n_tokens + launch.rows - 1) / launch.rows;

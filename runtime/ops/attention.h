@@ -11,6 +11,8 @@
 //   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys;
 //            where caps.use_float16(), q.k is formed in f16 (f32 sums and softmax).
 #include <cstdint>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpu/capabilities.h"
@@ -38,6 +40,10 @@ struct AttentionBuffers {
     gpu::BufferRange q, k_cache, v_cache, positions, out, scratch;
     gpu::BufferRange counters = {};
 };
+
+// "attn_decode_q8_0_texel": the pipeline of a cache-reading kernel for the cache type, its fp16
+// variant (float16) and the device's read path (gpu::Capabilities::texel_reads).
+std::string kv_pipeline_name(std::string_view kernel, KvType type, bool float16, const gpu::Capabilities& caps);
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
 uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const AttentionShape& shape);

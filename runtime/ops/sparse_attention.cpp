@@ -162,7 +162,7 @@ gpu::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config, 
 
     gpu::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get(
-        std::string(shape.kv_type == KvType::Q8_0 ? "msa_attention_q8_0" : "msa_attention_f16"),
+        kv_pipeline_name("msa_attention", shape.kv_type, false, device.caps()),
         {{0, tile}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads}});
     dispatch.bindings = {{buffers.q, gpu::Access::Read},
                          {buffers.k_cache, gpu::Access::Read},
