@@ -31,6 +31,23 @@ TEST_CASE("sub-allocation respects alignment, reuses freed space and returns emp
     CHECK(allocator.stats().block_bytes == before.block_bytes);
 }
 
+TEST_CASE("texel views: one per range, kept while the block lives; misaligned or foreign ranges refused") {
+    gpu::Allocator& allocator = test::device().allocator();
+    gpu::Buffer buffer = allocator.create(4096, gpu::MemoryDomain::Device);
+    const gpu::BufferRange whole = buffer.range();
+    const VkBufferView view = allocator.texel_view(whole);
+    CHECK(view != VK_NULL_HANDLE);
+    CHECK(allocator.texel_view(whole) == view);
+    CHECK(allocator.texel_view(whole.sub(64, 100)) != view);  // 100 bytes: rounded up to 7 texels
+    const VkDeviceSize alignment = test::device().caps().min_texel_buffer_offset_alignment;
+    if (alignment > 1)
+        CHECK_THROWS_WITH_AS(allocator.texel_view(whole.sub(alignment / 2, 64)), doctest::Contains("texel buffer limits"),
+                             Error);
+    gpu::BufferRange foreign = whole;
+    foreign.buffer = VK_NULL_HANDLE;
+    CHECK_THROWS_WITH_AS(allocator.texel_view(foreign), doctest::Contains("does not own"), Error);
+}
+
 TEST_CASE("a buffer over the binding range needs a split granularity") {
     gpu::Allocator& allocator = test::device().allocator();
     VkDeviceSize too_big = allocator.max_binding_range() + 4;

@@ -39,6 +39,12 @@ TEST_CASE("every embedded shader reflects: buffers from binding 0 on, push const
     CHECK(axpy.push_constant_bytes == sizeof(params::AxpyParams));
     CHECK(axpy.local_size_spec_id[0] == 0);
     CHECK(axpy.local_size_with(std::vector<gpu::SpecConstant>{{0, 96}})[0] == 96);
+    // The texel-read variant binds weights, x and the norm weight as uniform texel buffers, y as storage.
+    gpu::ShaderInfo texel = gpu::reflect("matvec_q4_0_texel", shaders::find("matvec_q4_0_texel"));
+    CHECK(texel.bindings == std::vector<VkDescriptorType>{VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+                                                          VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER,
+                                                          VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                                          VK_DESCRIPTOR_TYPE_UNIFORM_TEXEL_BUFFER});
     CHECK_THROWS_WITH_AS(shaders::find("no_such_shader"), doctest::Contains("no_such_shader"), Error);
     std::vector<uint32_t> truncated(shaders::find("axpy_f32").begin(), shaders::find("axpy_f32").begin() + 9);
     CHECK_THROWS_AS(gpu::reflect("truncated", truncated), Error);
