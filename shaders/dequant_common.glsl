@@ -21,16 +21,13 @@ const uint UNIT_RUNS = 8;
 // The weights, bound once per split segment, read as 32-bit words, pairs or quads of words (the
 // index counts words, pairs or quads). Blocks of 18, 22, 34 or 210 bytes are only 2-byte aligned, so
 // those types go through the funnel loads below.
-// TEXEL_READS binds them as a uniform texel buffer of uvec4 texels (gpu::Capabilities::texel_reads:
-// on lavapipe a texel fetch is one vector gather, a storage-buffer word a scalar load per lane).
+// TEXEL_READS binds them as a uniform texel buffer (texel_reads.glsl).
 #ifdef TEXEL_READS
+#include "texel_reads.glsl"
 layout(set = 0, binding = 0) uniform usamplerBuffer weight_texels;
 uvec4 weight_words4(uint quad) { return texelFetch(weight_texels, int(quad)); }
-uvec2 weight_words2(uint pair) {
-    uvec4 quad = weight_words4(pair >> 1);
-    return (pair & 1u) != 0u ? quad.zw : quad.xy;
-}
-uint weight_word(uint word) { return weight_words4(word >> 2)[word & 3u]; }
+uvec2 weight_words2(uint pair) { return texel_pair(weight_texels, pair); }
+uint weight_word(uint word) { return texel_word(weight_texels, word); }
 #else
 layout(set = 0, binding = 0, std430) readonly buffer WeightWords { uint weight_u32[]; };
 layout(set = 0, binding = 0, std430) readonly buffer WeightWords2 { uvec2 weight_u32x2[]; };
@@ -76,21 +73,15 @@ uvec2 load_u32x2_even(uint byte_offset) {
 // Four words at an even byte offset.
 uvec4 load_u32x4_even(uint byte_offset) {
     uint word = byte_offset >> 2, shift = (byte_offset & 2u) << 3;
-#ifdef TEXEL_READS
-    // The words overlapping the 16 bytes lie in one texel or two: fetch both (the second clamped to
-    // the binding, where it is only fetched, never used), then pick the five words from word k on.
-    const uint texel = word >> 2;
-    uvec4 lo = weight_words4(texel), hi = weight_words4(min(texel + 1, uint(textureSize(weight_texels)) - 1));
-    const uint k = word & 3u;
-    uvec4 w = k == 0u ? lo : k == 1u ? uvec4(lo.yzw, hi.x) : k == 2u ? uvec4(lo.zw, hi.xy) : uvec4(lo.w, hi.xyz);
-    uint w4 = hi[k];
-    return uvec4(funnel(w.x, w.y, shift), funnel(w.y, w.z, shift), funnel(w.z, w.w, shift), funnel(w.w, w4, shift));
-#else
     uint w0 = weight_word(word), w1 = weight_word(word + 1), w2 = weight_word(word + 2);
     uint w3 = weight_word(word + 3), w4 = next_word(word + 4, shift);
     return uvec4(funnel(w0, w1, shift), funnel(w1, w2, shift), funnel(w2, w3, shift), funnel(w3, w4, shift));
-#endif
 }
+
+// Blocks that open with an f16 scale at an even byte offset (Q4_0, Q8_0), read as the words w_i from
+// the one holding their first byte (shift 0 or 16, as above): the scale, and word i of what follows it.
+float leading_half(uint w0, uint shift) { return unpackHalf2x16(w0 >> shift).x; }
+uint word_after_half(uint w_i, uint w_next, uint shift) { return shift == 0u ? funnel(w_i, w_next, 16u) : w_next; }
 
 // The four bytes of a word, and its four low / high nibbles, lowest byte first.
 uvec4 bytes_of(uint word) { return (uvec4(word) >> uvec4(0, 8, 16, 24)) & 0xFFu; }

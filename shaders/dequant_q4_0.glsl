@@ -19,12 +19,11 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
     uint words[5];
     [[unroll]] for (uint i = 0; i < 5; ++i) words[i] = weight_word(word + i);
-    // qs starts 16 bits after the block: funnel by shift + 16 bits, i.e. one word further on for shift 16.
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        uint qs = shift == 0u ? funnel(words[i], words[i + 1], 16u) : words[i + 1];
+        const uint qs = word_after_half(words[i], words[i + 1], shift);
         q[i] = QVEC4(low_nibbles(qs));
         q[i + 4] = QVEC4(high_nibbles(qs));
     }
-    const float d = unpackHalf2x16(shift == 0u ? words[0] : words[0] >> 16).x;
+    const float d = leading_half(words[0], shift);
     scale_bias[0] = vec2(d, -8.0 * d);
 }

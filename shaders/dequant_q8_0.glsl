@@ -18,11 +18,6 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
     uint words[9];
     [[unroll]] for (uint i = 0; i < 9; ++i) words[i] = weight_word(word + i);
-    uint first = shift == 0u ? words[0] : words[0] >> 16;
-    // qs starts 16 bits after the block: funnel by shift + 16 bits, i.e. one word further on for shift 16.
-    [[unroll]] for (uint i = 0; i < 8; ++i) {
-        uint qs = shift == 0u ? funnel(words[i], words[i + 1], 16u) : words[i + 1];
-        q[i] = QVEC4(signed_bytes_of(qs));
-    }
-    scale_bias[0] = vec2(unpackHalf2x16(first).x, 0.0);
+    [[unroll]] for (uint i = 0; i < 8; ++i) q[i] = QVEC4(signed_bytes_of(word_after_half(words[i], words[i + 1], shift)));
+    scale_bias[0] = vec2(leading_half(words[0], shift), 0.0);
 }

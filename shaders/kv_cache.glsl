@@ -3,18 +3,13 @@
 // row; loads take 4 consecutive values starting at a multiple of 4. With TEXEL_READS the cache is
 // bound as uniform texel buffers of uvec4 (gpu::Capabilities::texel_reads: faster on CPU devices).
 #ifdef TEXEL_READS
+#include "texel_reads.glsl"
 layout(binding = K_BINDING) uniform usamplerBuffer k_texels;
 layout(binding = V_BINDING) uniform usamplerBuffer v_texels;
-uint k_word(uint word) { return texelFetch(k_texels, int(word >> 2))[word & 3u]; }
-uint v_word(uint word) { return texelFetch(v_texels, int(word >> 2))[word & 3u]; }
-uvec2 k_word2(uint pair) {
-    const uvec4 quad = texelFetch(k_texels, int(pair >> 1));
-    return (pair & 1u) != 0u ? quad.zw : quad.xy;
-}
-uvec2 v_word2(uint pair) {
-    const uvec4 quad = texelFetch(v_texels, int(pair >> 1));
-    return (pair & 1u) != 0u ? quad.zw : quad.xy;
-}
+uint k_word(uint word) { return texel_word(k_texels, word); }
+uint v_word(uint word) { return texel_word(v_texels, word); }
+uvec2 k_word2(uint pair) { return texel_pair(k_texels, pair); }
+uvec2 v_word2(uint pair) { return texel_pair(v_texels, pair); }
 #else
 layout(std430, binding = K_BINDING) readonly buffer KWords { uint k_words[]; };
 layout(std430, binding = K_BINDING) readonly buffer KWords2 { uvec2 k_words2[]; };

@@ -19,7 +19,7 @@ layout(set = 0, binding = 1) uniform usamplerBuffer x_texels;
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
 layout(push_constant) uniform Push { MatmulParams p; };
 
-vec4 x_at(uint i4) { return uintBitsToFloat(texelFetch(x_texels, int(i4))); }
+vec4 x_at(uint i4) { return texel_vec4(x_texels, i4); }
 
 void main() {
     const uint first_row = gl_WorkGroupID.x * TILE_ROWS + gl_LocalInvocationID.x * TM;
