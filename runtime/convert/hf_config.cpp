@@ -1,9 +1,8 @@
 #include "convert/hf_config.h"
 
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file.h"
 
 namespace vkllm::convert {
 
@@ -95,12 +94,9 @@ RopeConfig read_rope(const ConfigSection& section) {
 }
 
 json read_json_file(const std::filesystem::path& path) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) fail("{}: cannot open", path.string());
-    std::ostringstream text;
-    text << file.rdbuf();
+    const std::string text = read_text_file(path, "JSON file");
     try {
-        return json::parse(text.str());
+        return json::parse(text);
     } catch (const json::exception& error) {
         fail("{}: not valid JSON: {}", path.string(), error.what());
     }

@@ -136,8 +136,7 @@ private:
         json chat_template = config_value("chat_template");
         if (!config_->contains("chat_template")) {
             if (std::filesystem::exists(dir_ / "chat_template.jinja")) {
-                const std::vector<std::byte> text = read_file(dir_ / "chat_template.jinja", "chat template");
-                chat_template = std::string(reinterpret_cast<const char*>(text.data()), text.size());
+                chat_template = read_text_file(dir_ / "chat_template.jinja", "chat template");
             } else if (const std::optional<json> file = optional_json(dir_ / "chat_template.json")) {
                 if (file->is_object()) chat_template = file->value("chat_template", json());
             }

@@ -8,12 +8,17 @@
 
 namespace vkllm {
 
-std::vector<std::byte> read_file(const std::filesystem::path& path, std::string_view what) {
+std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
     std::ifstream in(path, std::ios::binary);
     if (!in) fail("{}: cannot open the {}", path.string(), what);
-    const std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     if (in.bad()) fail("{}: reading the {} failed", path.string(), what);
-    const auto bytes = std::as_bytes(std::span(chars));
+    return text;
+}
+
+std::vector<std::byte> read_file(const std::filesystem::path& path, std::string_view what) {
+    const std::string text = read_text_file(path, what);
+    const auto bytes = std::as_bytes(std::span(text));
     return {bytes.begin(), bytes.end()};
 }
 

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <array>
-#include <fstream>
 #include <sstream>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "tokenizer/unicode.h"
 
 namespace vkllm::tokenizer {
@@ -155,11 +155,7 @@ Vocab vocab_from_tekken_text(std::string_view text, std::string_view name) {
 }
 
 Vocab vocab_from_tekken_json(const std::filesystem::path& path) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) fail("{}: cannot open", path.string());
-    std::ostringstream text;
-    text << file.rdbuf();
-    return vocab_from_tekken_text(text.str(), path.string());
+    return vocab_from_tekken_text(read_text_file(path, "tekken.json"), path.string());
 }
 
 }  // namespace vkllm::tokenizer
