@@ -58,9 +58,9 @@ int bench(Args args) {
     if (options.model_path.empty() || reps == 0 || n_prompt + n_gen == 0) fail(bench_usage, ModelOptions::usage);
     if (!options.n_ctx) options.n_ctx = std::max(n_prompt, kv_fill + n_gen + 1);
 
-    LoadedModel loaded(options);
-    model::Session& session = *loaded.session;
-    const uint32_t n_vocab = loaded.model->info().n_vocab;
+    std::unique_ptr<engine::Engine> engine = open_engine(options);
+    model::Session& session = engine->session();
+    const uint32_t n_vocab = engine->info().n_vocab;
     // Token ids are drawn at random (fixed seed), as llama-bench does: speed does not depend on them.
     sampling::Rng rng(1234);
     auto random_tokens = [&](uint32_t count) {
@@ -98,13 +98,13 @@ int bench(Args args) {
     const graph::GraphStats& decode = session.decode_stats();
     std::map<std::string, double> gpu_ms;
     for (const auto& pass : session.profile_decode()) gpu_ms[op_kind(pass.name)] += pass.milliseconds;
-    const gpu::Capabilities& caps = loaded.device.caps();
+    const gpu::Capabilities& caps = engine->device().caps();
     nlohmann::ordered_json out = {
         {"device", caps.name},
         {"driver", caps.driver_name + " " + caps.driver_info},
-        {"model", loaded.model->info().name},
-        {"arch", loaded.model->info().arch},
-        {"weight_bytes", loaded.model->info().weight_bytes},
+        {"model", engine->info().name},
+        {"arch", engine->info().arch},
+        {"weight_bytes", engine->info().weight_bytes},
         {"repetitions", reps},
     };
     if (kv_fill) out["kv_fill"] = kv_fill;
@@ -127,7 +127,7 @@ int bench(Args args) {
         return 0;
     }
     std::printf("device: %s (%s)\nmodel: %s, %.1f MiB of weights\n", caps.name.c_str(), out["driver"].get<std::string>().c_str(),
-                out["model"].get<std::string>().c_str(), loaded.model->info().weight_bytes / 1048576.0);
+                out["model"].get<std::string>().c_str(), engine->info().weight_bytes / 1048576.0);
     if (kv_fill) std::printf("decode after --kv-fill %u: a context of %u tokens, cells repeated from a %u-token prompt\n",
                              kv_fill, kv_fill, std::min(kv_fill, kv_fill_prompt));
     std::printf("\n");

@@ -4,16 +4,15 @@
 // Images go with the first user turn; a conversation with images runs whole each turn (the encoder
 // keeps each image's embeddings, so only the text is computed again).
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <optional>
-#include <sstream>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
 #include "chat/prompt.h"
 #include "core/error.h"
+#include "engine/generation.h"
+#include "engine/media.h"
 #include "media.h"
 #include "model_options.h"
 
@@ -24,28 +23,9 @@ constexpr const char* chat_usage =
     "usage: vkllm chat {} [--system TEXT] [--chat-template-file F] [-n N] {} [--mmproj MMPROJ --image FILE...]  (one "
     "user turn per line of input)";
 
-void print(const std::string& text) {
+void print(std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-}
-
-// Samples until an end-of-generation token or the limit; returns the reply's text.
-std::string reply(LoadedModel& loaded, sampling::Sampler& sampler, std::span<const float> logits, uint32_t limit,
-                  std::vector<tokenizer::TokenId>& history) {
-    tokenizer::StreamDecoder decoder(loaded.tokenizer);
-    std::string text;
-    for (uint32_t generated = 0; generated < limit && loaded.session->n_past() < loaded.session->n_ctx(); ++generated) {
-        tokenizer::TokenId next = sampler.sample(logits);
-        if (loaded.tokenizer.is_eog(next)) break;
-        std::string piece = decoder.push(next);
-        print(piece);
-        text += piece;
-        history.push_back(next);
-        logits = loaded.session->eval(std::span(&next, 1));
-    }
-    std::string tail = decoder.finish();
-    print(tail + "\n");
-    return text + tail;
 }
 
 }  // namespace
@@ -65,19 +45,12 @@ int chat(Args args) {
     }
     if (options.model_path.empty()) fail(chat_usage, ModelOptions::usage, SamplingOptions::usage);
 
-    LoadedModel loaded(options);
-    tokenizer::Vocab vocab = loaded.tokenizer.vocab();
-    if (!template_path.empty()) {
-        std::ifstream in(template_path);
-        if (!in) fail("cannot open {}", template_path);
-        std::stringstream text;
-        text << in.rdbuf();
-        vocab.chat_template = text.str();
-    }
-    const chat::ChatTemplate chat_template(vocab, template_path.empty() ? options.model_path : template_path);
+    const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();
+    std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path, template_path);
+    model::Session& session = engine->session();
+    const tokenizer::Tokenizer& tokenizer = engine->tokenizer();
     sampling::Sampler sampler(sampling.params);
-    std::optional<LoadedMedia> images;
-    if (media.active()) images.emplace(loaded, media);
+    const engine::GenerationLimits limits{.max_tokens = n_predict, .stops = engine->template_stops()};
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();
     if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
@@ -88,32 +61,44 @@ int chat(Args args) {
         if (!std::getline(std::cin, line)) break;
         if (line.empty()) continue;
         const bool first_turn = history.empty();
-        if (images && first_turn && line.find(vision::media_marker) == std::string::npos)
-            for (size_t i = 0; i < images->images.size(); ++i) line.insert(0, vision::media_marker);
+        if (!images.empty() && first_turn && line.find(vision::media_marker) == std::string::npos)
+            for (size_t i = 0; i < images.size(); ++i) line.insert(0, vision::media_marker);
         messages.push_back({{"role", "user"}, {"content", line}});
-        const std::string rendered = chat_template.render(messages, true);
+        const std::string rendered = engine->chat_template().render(messages, true);
         std::span<const float> logits;
         std::vector<float> media_logits;
-        if (images) {
-            loaded.session->truncate(0);
-            vision::PromptRun run = images->evaluate(loaded, chat::without_template_bos(loaded.tokenizer, rendered));
-            media_logits = logits_to_continue(run, loaded.model->info().n_vocab);
+        if (!images.empty()) {
+            session.truncate(0);
+            vision::PromptRun run =
+                engine::run_prompt_with_images(*engine, chat::without_template_bos(tokenizer, rendered), images);
+            media_logits = engine::logits_to_continue(run, engine->info().n_vocab);
             logits = media_logits;
             history = run.text_tokens;
         } else {
-            std::vector<tokenizer::TokenId> prompt = chat::prompt_tokens(loaded.tokenizer, rendered);
+            std::vector<tokenizer::TokenId> prompt = chat::prompt_tokens(tokenizer, rendered);
             // Keep the cache of the longest prefix this turn shares with what was computed before.
             size_t shared = 0;
             while (shared < history.size() && shared < prompt.size() && history[shared] == prompt[shared]) ++shared;
             if (shared == prompt.size()) --shared;  // the last prompt token must run to give logits
-            loaded.session->truncate(uint32_t(shared));
+            session.truncate(uint32_t(shared));
             history.assign(prompt.begin(), prompt.end());
-            logits = loaded.session->eval(std::span(prompt).subspan(shared));
+            logits = session.eval(std::span(prompt).subspan(shared));
         }
         for (tokenizer::TokenId id : history) sampler.accept(id);
-        messages.push_back({{"role", "assistant"}, {"content", reply(loaded, sampler, logits, n_predict, history)}});
+        std::string reply;
+        engine::TextStream stream(tokenizer, limits);
+        const engine::Generated generated = engine::generate(session, sampler, stream, logits, [&](std::string_view text) {
+            print(text);
+            reply += text;
+            return true;
+        });
+        print("\n");
+        // The cache holds the reply's tokens up to the last one that ran.
+        history.insert(history.end(), generated.tokens.begin(), generated.tokens.end());
+        history.resize(std::min<size_t>(history.size(), session.n_past()));
+        messages.push_back({{"role", "assistant"}, {"content", reply}});
     }
-    write_reports(options, loaded);
+    write_reports(options, *engine);
     return 0;
 }
 

@@ -51,14 +51,14 @@ int eval(Args args) {
     if (options.model_path.empty() || tokens.empty() || logits_path.empty()) fail(eval_usage, ModelOptions::usage);
     if (!options.n_ctx) options.n_ctx = uint32_t(tokens.size());
 
-    LoadedModel loaded(options);
+    std::unique_ptr<engine::Engine> engine = open_engine(options);
     std::vector<float> logits;
-    loaded.session->eval(tokens, &logits);
+    engine->session().eval(tokens, &logits);
     std::ofstream out(logits_path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(logits.data()), std::streamsize(logits.size() * sizeof(float)));
     if (!out) fail("cannot write {}", logits_path);
-    std::fprintf(stderr, "wrote %zu x %u logits to %s\n", tokens.size(), loaded.model->info().n_vocab, logits_path.c_str());
-    write_reports(options, loaded);
+    std::fprintf(stderr, "wrote %zu x %u logits to %s\n", tokens.size(), engine->info().n_vocab, logits_path.c_str());
+    write_reports(options, *engine);
     return 0;
 }
 

@@ -1,7 +1,6 @@
 #include "model_options.h"
 
 #include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <unistd.h>
@@ -67,80 +66,61 @@ bool SamplingOptions::parse(Args args, size_t& i) {
 
 namespace {
 
-model::LoadOptions load_options() {
+model::WeightLoader::Progress load_progress() {
     // One progress line, rewritten in place, and only on a terminal.
     if (!isatty(fileno(stderr))) return {};
-    return {[last = -1](uint64_t done, uint64_t total) mutable {
+    return [last = -1](uint64_t done, uint64_t total) mutable {
         int percent = total ? int(100 * done / total) : 100;
         if (percent == last) return;
         last = percent;
         std::fprintf(stderr, "\rloading weights: %3d%%%s", percent, percent == 100 ? "\n" : "");
-    }};
-}
-
-// Weights and KV cache against what the device can hold, before anything is uploaded.
-void check_memory(const gpu::Capabilities& caps, const ModelOptions& options, const gguf::File& file,
-                  const model::KvLayout& layout, uint32_t n_ctx) {
-    uint64_t weights = model::weight_bytes(file);
-    uint64_t kv = model::kv_cache_bytes(layout, n_ctx, model::SessionOptions{}.n_ubatch, options.kv_type);
-    uint64_t budget = model::memory_budget(caps);
-    if (weights + kv > budget)
-        fail("{}: the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has ({} MiB); "
-             "lower -c or use a smaller quantization", options.model_path, weights >> 20, n_ctx, kv >> 20,
-             (weights + kv - budget) >> 20, caps.name, budget >> 20);
+    };
 }
 
 }  // namespace
 
-LoadedModel::LoadedModel(const ModelOptions& options)
-    : instance(),
-      device(instance, options.device),
-      file(gguf::File::open(options.model_path)),
-      tokenizer(tokenizer::from_gguf(file)) {
-    auto started = std::chrono::steady_clock::now();
-    model::LoadOptions load = load_options();
-    uint32_t n_ctx = options.n_ctx;
-    load.before_upload = [&](const model::ModelInfo& info, const model::KvLayout& layout) {
-        if (!n_ctx) n_ctx = model::default_n_ctx(info);
-        check_memory(device.caps(), options, file, layout, n_ctx);
-    };
-    model = model::load_model(device, file, load);
-    session = std::make_unique<model::Session>(device, *model, model::SessionOptions{.n_ctx = n_ctx, .kv_type = options.kv_type});
-    session->prepare();
+std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path,
+                                            const std::string& chat_template_path) {
+    auto engine = std::make_unique<engine::Engine>(engine::EngineOptions{
+        .model_path = options.model_path, .device = options.device, .n_ctx = options.n_ctx,
+        .kv_type = options.kv_type, .mmproj_path = mmproj_path, .chat_template_path = chat_template_path,
+        .progress = load_progress()});
     if (options.verbose) {
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const model::ModelInfo& info = engine->info();
+        const model::Session& session = engine->session();
         std::fprintf(stderr, "model: %s (%s), %u layers, vocabulary %u; weights %.1f MiB loaded in %.2f s on %s\n",
-                     model->info().name.c_str(), model->info().arch.c_str(), model->info().n_layer,
-                     model->info().n_vocab, model->info().weight_bytes / 1048576.0, seconds, device.caps().name.c_str());
-        std::fprintf(stderr, "KV cache: %u tokens, %.2f MiB (%s)\n", session->n_ctx(), session->kv_bytes() / 1048576.0,
+                     info.name.c_str(), info.arch.c_str(), info.n_layer, info.n_vocab, info.weight_bytes / 1048576.0,
+                     engine->load_seconds(), engine->device().caps().name.c_str());
+        std::fprintf(stderr, "KV cache: %u tokens, %.2f MiB (%s)\n", session.n_ctx(), session.kv_bytes() / 1048576.0,
                      options.kv_type == ops::KvType::F16 ? "f16" : "q8_0");
-        for (const model::KvLayerKind& kind : model::kv_cache_kinds(model->kv_layout(), session->n_ctx(),
-                                                                    session->n_ubatch(), options.kv_type)) {
+        for (const model::KvLayerKind& kind : model::kv_cache_kinds(engine->model().kv_layout(), session.n_ctx(),
+                                                                    session.n_ubatch(), options.kv_type)) {
             const std::string what = kind.window ? fmt::format("sliding-window layers (window {})", kind.window)
                                                  : std::string("full-context layers");
             std::fprintf(stderr, "  %u %s: %u cells each, %.2f MiB\n", kind.n_layers, what.c_str(), kind.n_cells,
                          kind.bytes / 1048576.0);
         }
     }
+    return engine;
 }
 
-void write_reports(const ModelOptions& options, LoadedModel& loaded) {
+void write_reports(const ModelOptions& options, engine::Engine& engine) {
     if (!options.dump_graph_path.empty()) {
         std::ofstream out(options.dump_graph_path);
-        loaded.session->dump_decode_graph(out);
+        engine.session().dump_decode_graph(out);
         if (!out) fail("cannot write {}", options.dump_graph_path);
     }
     if (!options.stats_json_path.empty()) {
-        const graph::GraphStats& s = loaded.session->decode_stats();
+        const graph::GraphStats& s = engine.session().decode_stats();
         nlohmann::json json = {
             {"decode_graph",
              {{"passes", s.passes}, {"dispatches", s.dispatches}, {"barriers", s.barriers},
               {"transient_bytes", s.transient_bytes}, {"transient_bytes_aliased", s.transient_bytes_aliased},
               {"weight_bytes", s.weight_bytes}, {"recordings", s.recordings}, {"replays", s.replays},
               {"record_ms", s.record_ms}, {"submit_ms", s.submit_ms}}},
-            {"graphs_recorded", loaded.session->graphs_recorded()},
-            {"replays", loaded.session->replays()},
-            {"kv_cache_bytes", loaded.session->kv_bytes()},
+            {"graphs_recorded", engine.session().graphs_recorded()},
+            {"replays", engine.session().replays()},
+            {"kv_cache_bytes", engine.session().kv_bytes()},
         };
         std::ofstream out(options.stats_json_path);
         out << json.dump(2) << "\n";

@@ -1,16 +1,13 @@
 #pragma once
-// What the model commands (run, chat, eval) share: their common options, loading a model with a
-// progress line and a memory check, and the stats they report.
+// What the model commands (run, chat, eval, perplexity, bench) share: their common options, opening
+// the engine with a progress line, and the stats they report.
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "commands.h"
-#include "gguf/reader.h"
-#include "gpu/device.h"
-#include "model/session.h"
+#include "engine/engine.h"
 #include "sampling/sampler.h"
-#include "tokenizer/tokenizer.h"
 
 namespace vkllm::cli {
 
@@ -35,21 +32,13 @@ struct SamplingOptions {
         "[--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S]";
 };
 
-// A model ready to run: the device, the file (its tensors are views into the mapping), the weights
-// on the GPU, the tokenizer and one session.
-struct LoadedModel {
-    gpu::Instance instance;
-    gpu::Device device;
-    gguf::File file;
-    std::unique_ptr<model::Model> model;
-    tokenizer::Tokenizer tokenizer;
-    std::unique_ptr<model::Session> session;
-
-    explicit LoadedModel(const ModelOptions& options);
-};
+// Opens the model of the options (and an mmproj, a chat template file) with a progress line on a
+// terminal, and with --verbose prints what was loaded.
+std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path = {},
+                                            const std::string& chat_template_path = {});
 
 // --dump-graph and --stats-json, once the session has run.
-void write_reports(const ModelOptions& options, LoadedModel& loaded);
+void write_reports(const ModelOptions& options, engine::Engine& engine);
 
 // Parses a number option's value, naming the option when it is not one.
 uint32_t parse_count(std::string_view option, std::string_view value);

@@ -41,17 +41,17 @@ int perplexity(Args args) {
     std::stringstream text;
     text << in.rdbuf();
 
-    LoadedModel loaded(options);
-    const uint32_t n_ctx = loaded.session->n_ctx();
-    std::vector<int32_t> tokens = loaded.tokenizer.tokenize(text.str(), /*add_special=*/true, /*parse_special=*/false);
+    std::unique_ptr<engine::Engine> engine = open_engine(options);
+    const uint32_t n_ctx = engine->session().n_ctx();
+    std::vector<int32_t> tokens = engine->tokenizer().tokenize(text.str(), /*add_special=*/true, /*parse_special=*/false);
     if (tokens.size() < 2 * size_t(n_ctx))
         fail("{} holds {} tokens; perplexity with -c {} needs at least {}", text_path, tokens.size(), n_ctx, 2 * n_ctx);
     uint32_t n_chunks = uint32_t(tokens.size() / n_ctx);
     if (max_chunks) n_chunks = std::min(n_chunks, max_chunks);
-    const int32_t bos = loaded.tokenizer.vocab().bos;
-    const bool add_bos = loaded.tokenizer.vocab().add_bos && bos >= 0;
+    const int32_t bos = engine->tokenizer().vocab().bos;
+    const bool add_bos = engine->tokenizer().vocab().add_bos && bos >= 0;
     const uint32_t first = n_ctx / 2;
-    const uint32_t n_vocab = loaded.model->info().n_vocab;
+    const uint32_t n_vocab = engine->info().n_vocab;
 
     double nll = 0;
     uint64_t count = 0;
@@ -61,9 +61,9 @@ int perplexity(Args args) {
         std::vector<int32_t> window(tokens.begin() + size_t(chunk) * n_ctx, tokens.begin() + size_t(chunk + 1) * n_ctx);
         const int32_t first_token = window[0];
         if (add_bos) window[0] = bos;
-        loaded.session->truncate(0);
+        engine->session().truncate(0);
         std::vector<float> logits;
-        loaded.session->eval(window, &logits);
+        engine->session().eval(window, &logits);
         window[0] = first_token;
         for (uint32_t j = first; j + 1 < n_ctx; ++j)
             nll += negative_log_likelihood(std::span(logits).subspan(size_t(j) * n_vocab, n_vocab), window[j + 1]);

@@ -4,6 +4,8 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "engine/generation.h"
+#include "engine/media.h"
 #include "media.h"
 #include "model_options.h"
 
@@ -16,7 +18,7 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
-void print(const std::string& text) {
+void print(std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
 }
@@ -37,14 +39,21 @@ int run(Args args) {
     }
     if (options.model_path.empty()) fail(run_usage, ModelOptions::usage, SamplingOptions::usage);
 
-    LoadedModel loaded(options);
-    const tokenizer::Tokenizer& tok = loaded.tokenizer;
-    model::Session& session = *loaded.session;
+    const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();
+    std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path);
+    const tokenizer::Tokenizer& tok = engine->tokenizer();
+    model::Session& session = engine->session();
     // With images the prompt's length is known once they are encoded: the session checks the context.
     std::vector<float> media_logits;
     auto started = Clock::now();
-    std::vector<tokenizer::TokenId> tokens = media.active() ? prefill_with_media(loaded, media, prompt, media_logits)
-                                                            : tok.tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
+    std::vector<tokenizer::TokenId> tokens;
+    if (media.active()) {
+        vision::PromptRun run = engine::run_prompt_with_images(*engine, prompt, images);
+        media_logits = engine::logits_to_continue(run, engine->info().n_vocab);
+        tokens = std::move(run.text_tokens);
+    } else {
+        tokens = tok.tokenize(prompt, /*add_special=*/true, /*parse_special=*/true);
+    }
     if (tokens.empty()) fail("the prompt is empty and the vocabulary adds no BOS token; give a prompt with -p");
     if (std::max<size_t>(tokens.size(), session.n_past()) + n_predict > session.n_ctx())
         fail("the prompt ({} tokens) and {} tokens to generate exceed the context of {} tokens (raise it with -c)",
@@ -58,29 +67,20 @@ int run(Args args) {
     double prompt_seconds = seconds_since(started);
 
     // SPM vocabularies drop the leading space of the first piece of a text (llama.cpp detokenize).
-    bool strip_space = tok.vocab().add_space_prefix && prompt.empty();
-    tokenizer::StreamDecoder decoder(tok);
-    uint32_t generated = 0;
+    engine::TextStream stream(tok, {.max_tokens = n_predict}, tok.vocab().add_space_prefix && prompt.empty());
     started = Clock::now();
-    while (generated < n_predict) {
-        tokenizer::TokenId next = sampler.sample(logits);
-        if (tok.is_eog(next)) break;
-        ++generated;
-        std::string text = decoder.push(next);
-        if (strip_space && !text.empty()) {
-            if (text.front() == ' ') text.erase(0, 1);
-            strip_space = false;
-        }
-        print(text);
-        if (generated == n_predict) break;
-        logits = session.eval(std::span(&next, 1));
-    }
-    print(decoder.finish() + "\n");
+    const engine::Generated generated = n_predict == 0 ? engine::Generated{} :
+        engine::generate(session, sampler, stream, logits, [](std::string_view text) {
+            print(text);
+            return true;
+        });
+    print("\n");
     double generation_seconds = seconds_since(started);
-    std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tok/s); generation: %u tokens in %.3f s (%.1f tok/s)\n",
-                 tokens.size(), prompt_seconds, tokens.size() / prompt_seconds, generated, generation_seconds,
-                 generated ? generated / generation_seconds : 0.0);
-    write_reports(options, loaded);
+    const size_t n_generated = generated.tokens.size();
+    std::fprintf(stderr, "prompt: %zu tokens in %.3f s (%.1f tok/s); generation: %zu tokens in %.3f s (%.1f tok/s)\n",
+                 tokens.size(), prompt_seconds, tokens.size() / prompt_seconds, n_generated, generation_seconds,
+                 n_generated ? n_generated / generation_seconds : 0.0);
+    write_reports(options, *engine);
     return 0;
 }
 
