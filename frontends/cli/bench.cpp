@@ -5,6 +5,7 @@
 // evaluated, its cache cells are repeated on the GPU up to N (Session::fill_kv_repeating), and the
 // -n tokens are generated from there. Attention and the indexer then read N cells of real
 // activations, so their time is what it is at that context; the text is meaningless.
+// --parallel B,... measures the server's batched decoding instead (bench_parallel.cpp).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,6 +44,7 @@ std::string op_kind(std::string name) {
 }  // namespace
 
 int bench(Args args) {
+    if (std::ranges::find(args, "--parallel") != args.end()) return bench_parallel(args);
     ModelOptions options;
     uint32_t n_prompt = 512, n_gen = 128, reps = 3, kv_fill = 0;
     bool json = false;

@@ -8,6 +8,7 @@ namespace vkllm::cli {
 using Args = std::span<const std::string_view>;  // the arguments after the subcommand's name
 
 int bench(Args args);
+int bench_parallel(Args args);  // vkllm bench --parallel
 int bench_ops(Args args);
 int chat(Args args);
 int convert(Args args);
@@ -17,6 +18,7 @@ int info(Args args);
 int perplexity(Args args);
 int quantize(Args args);
 int run(Args args);
+int serve(Args args);
 int synth(Args args);
 int tokenize(Args args);
 int detokenize(Args args);

@@ -18,6 +18,7 @@ struct Command {
 constexpr Command commands[] = {
     {"run", vkllm::cli::run, "generate text from a prompt"},
     {"chat", vkllm::cli::chat, "talk with the model through its chat template, keeping the KV cache across turns"},
+    {"serve", vkllm::cli::serve, "serve OpenAI's API over HTTP, batching many requests at once"},
     {"eval", vkllm::cli::eval, "teacher-forced logits of every position, written as float32"},
     {"perplexity", vkllm::cli::perplexity, "perplexity of a text, as llama.cpp computes it"},
     {"bench", vkllm::cli::bench, "prompt and generation speed, with GPU time per op, dispatches and GB/s"},

@@ -80,9 +80,9 @@ model::WeightLoader::Progress load_progress() {
 }  // namespace
 
 std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path,
-                                            const std::string& chat_template_path) {
+                                            const std::string& chat_template_path, uint32_t n_seq) {
     auto engine = std::make_unique<engine::Engine>(engine::EngineOptions{
-        .model_path = options.model_path, .device = options.device, .n_ctx = options.n_ctx,
+        .model_path = options.model_path, .device = options.device, .n_ctx = options.n_ctx, .n_seq = n_seq,
         .kv_type = options.kv_type, .mmproj_path = mmproj_path, .chat_template_path = chat_template_path,
         .progress = load_progress()});
     if (options.verbose) {

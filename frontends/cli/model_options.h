@@ -35,7 +35,7 @@ struct SamplingOptions {
 // Opens the model of the options (and an mmproj, a chat template file) with a progress line on a
 // terminal, and with --verbose prints what was loaded.
 std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path = {},
-                                            const std::string& chat_template_path = {});
+                                            const std::string& chat_template_path = {}, uint32_t n_seq = 1);
 
 // --dump-graph and --stats-json, once the session has run.
 void write_reports(const ModelOptions& options, engine::Engine& engine);

@@ -17,11 +17,11 @@ constexpr const char* chatml_template =
 void check_memory(const gpu::Capabilities& caps, const EngineOptions& options, const gguf::File& file,
                   const model::KvLayout& layout, uint32_t n_ctx) {
     const uint64_t weights = model::weight_bytes(file);
-    const uint64_t kv = model::kv_cache_bytes(layout, n_ctx, model::SessionOptions{}.n_ubatch, options.kv_type);
+    const uint64_t kv = options.n_seq * model::kv_cache_bytes(layout, n_ctx, model::SessionOptions{}.n_ubatch, options.kv_type);
     const uint64_t budget = model::memory_budget(caps);
     if (weights + kv > budget)
-        fail("{}: the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has ({} MiB); "
-             "lower -c or use a smaller quantization", options.model_path, weights >> 20, n_ctx, kv >> 20,
+        fail("{}: the weights ({} MiB) and a KV cache of {} x {} tokens ({} MiB) need {} MiB more than '{}' has ({} MiB); "
+             "lower -c or use a smaller quantization", options.model_path, weights >> 20, options.n_seq, n_ctx, kv >> 20,
              (weights + kv - budget) >> 20, caps.name, budget >> 20);
 }
 
@@ -41,7 +41,7 @@ Engine::Engine(const EngineOptions& options)
     };
     model_ = model::load_model(device_, file_, load);
     session_ = std::make_unique<model::Session>(device_, *model_,
-                                                model::SessionOptions{.n_ctx = n_ctx, .kv_type = options.kv_type});
+                                                model::SessionOptions{.n_ctx = n_ctx, .n_seq = options.n_seq, .kv_type = options.kv_type});
     session_->prepare();
     load_seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 

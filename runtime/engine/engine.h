@@ -1,7 +1,7 @@
 #pragma once
 // An opened model: what every frontend (run, chat, eval, perplexity, bench, serve) starts from. The
 // device, the GGUF file (tensors are views into its mapping), the weights on the GPU, the tokenizer,
-// one session, the chat template and, with an mmproj, the image encoder. Weights and the KV cache
+// one session of n_seq sequences, the chat template and, with an mmproj, the image encoder. Weights and the KV cache
 // are checked against the device's memory before anything is uploaded.
 #include <memory>
 #include <optional>
@@ -21,7 +21,8 @@ namespace vkllm::engine {
 struct EngineOptions {
     std::string model_path;
     std::optional<std::string> device;  // index or part of a name; none: the best device
-    uint32_t n_ctx = 0;                 // tokens the KV cache holds; 0: the training context, at most 4096
+    uint32_t n_ctx = 0;                 // tokens the KV cache holds per sequence; 0: the training context, at most 4096
+    uint32_t n_seq = 1;                 // sequences the session holds (the server's parallel requests)
     ops::KvType kv_type = ops::KvType::F16;
     std::string mmproj_path;            // an image encoder (Gemma 3 SigLIP, Pixtral); empty: none
     std::string chat_template_path;     // a Jinja file replacing the model's template; empty: the model's
