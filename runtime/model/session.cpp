@@ -245,7 +245,7 @@ std::span<const float> Session::eval(uint32_t seq, std::span<const int32_t> toke
     check_tokens(tokens);
     std::vector<int32_t>& history = seqs_[seq].history;
     history.insert(history.end(), tokens.begin(), tokens.end());
-    const uint32_t chunk = all_logits ? n_logit_rows_ : n_ubatch_;
+    const uint32_t chunk = all_logits ? std::min(n_logit_rows_, n_ubatch_) : n_ubatch_;
     std::span<const float> logits;
     for (size_t done = 0; done < tokens.size(); done += chunk) {
         logits = run_chunk(seq, tokens.subspan(done, std::min<size_t>(chunk, tokens.size() - done)), all_logits != nullptr);
