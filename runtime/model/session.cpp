@@ -245,7 +245,7 @@ std::span<const float> Session::eval(uint32_t seq, std::span<const int32_t> toke
     check_tokens(tokens);
     std::vector<int32_t>& history = seqs_[seq].history;
     history.insert(history.end(), tokens.begin(), tokens.end());
-    const uint32_t chunk = all_logits ? n_logit_rows_ : n_ubatch_;
+    const uint32_t chunk = all_logits ? std::min(n_logit_rows_, n_ubatch_) : n_ubatch_;
     std::span<const float> logits;
     for (size_t done = 0; done < tokens.size(); done += chunk) {
         logits = run_chunk(seq, tokens.subspan(done, std::min<size_t>(chunk, tokens.size() - done)), all_logits != nullptr);
@@ -310,12 +310,15 @@ std::span<const float> Session::decode(std::span<const uint32_t> seqs, std::span
         blocks.slots.write(0, std::as_bytes(std::span(slots)));
     }
     graph_for({bucket, true, false, decode_rows}).replay();
+    for (uint32_t s : seqs) seqs_[s].n_past += 1;
     const float* rows = reinterpret_cast<const float*>(logits_.range().mapped);
+    // Sequences listed as 0, 1, .. are the rows as they lie; others are gathered in the listed order.
+    bool in_row_order = true;
+    for (size_t i = 0; i < seqs.size(); ++i) in_row_order &= seqs[i] == i;
+    if (in_row_order) return std::span(rows, seqs.size() * n_vocab_);
     decode_logits_.resize(seqs.size() * n_vocab_);
-    for (size_t i = 0; i < seqs.size(); ++i) {
+    for (size_t i = 0; i < seqs.size(); ++i)
         std::copy_n(rows + uint64_t(seqs[i]) * n_vocab_, n_vocab_, decode_logits_.begin() + int64_t(i * n_vocab_));
-        seqs_[seqs[i]].n_past += 1;
-    }
     return decode_logits_;
 }
 

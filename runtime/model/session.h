@@ -15,13 +15,14 @@
 //
 // Graphs: a prompt of one sequence runs in chunks of up to n_ubatch tokens, each padded up to a power
 // of two (the padding goes first and writes no cache cell), through graphs baked per (chunk size,
-// sequence). decode() runs one token of each listed sequence through a graph baked per bucket B (a
-// power of two, at most n_seq): row r is sequence r's token, rows of unlisted sequences are padding
-// (slot -1: they write no cell; their outputs are dropped). Projections take the B rows together (the
-// weights read once for all); attention is one dispatch per row over its sequence's block, its
-// position read from a binding of its own. A single listed sequence replays that sequence's one-token
-// graph, so list the lowest sequences to keep buckets small. All of a session's graphs share their
-// transient memory (graph::SharedArenas): only one runs at a time.
+// sequence). decode() runs one token of each listed sequence through a graph baked per bucket B (the
+// power of two past the highest listed sequence, at most n_seq): row r is sequence r's token, rows
+// of unlisted sequences are padding (slot -1: they write no cell; their outputs are dropped).
+// Projections take the B rows together (the weights read once for all); attention is one dispatch
+// per row over its sequence's block, its position read from a binding of its own. A single listed
+// sequence replays that sequence's one-token graph, so list the lowest sequences to keep buckets
+// small. All of a session's graphs share their transient memory (graph::SharedArenas): only one runs
+// at a time.
 #include <algorithm>
 #include <iosfwd>
 #include <map>

@@ -10,9 +10,14 @@
 #include <filesystem>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "fixture_check.h"
 #include "gpu_fixture.h"
+#include "graph/baked.h"
+#include "model/blocks.h"
 #include "model/session.h"
+#include "ops/elementwise.h"
 #include "session_check.h"
 
 using namespace vkllm;
@@ -138,11 +143,10 @@ void for_each_model(Check check) {
 
 }  // namespace
 
-// fp32 arithmetic, so that the batch's matmuls and a lone sequence's matvecs agree (test_llama.cpp
-// says why): ~3e-6 on the fixtures, up to 1.3e-4 on stories260K, whose sums round differently
-// through the f16 cache (test_gemma3.cpp); the tokens must be the same exactly.
+// In the device's own arithmetic (fp16 where it has it, as `vkllm run` decodes): the batch's matmuls
+// and a lone sequence's matvecs round differently (test_llama.cpp), by up to 1e-4 on stories260K
+// through the f16 cache (3e-6 on the fixtures in fp32); the tokens must be the same exactly.
 TEST_CASE("N sequences decoded together give the tokens and logits each gives alone") {
-    setenv("VKLLM_DISABLE_F16", "1", 1);
     for_each_model([](const std::string& name, const model::Model& model, const std::vector<int32_t>& source) {
         const size_t n_vocab = model.info().n_vocab;
         for (uint32_t n_seq : {1u, 4u, 8u}) {
@@ -277,6 +281,19 @@ TEST_CASE("one sequence's tokens never change another's logits") {
     });
 }
 
+// A prompt's every logit through chunks smaller than the session's sequence count (the chunk sizes the
+// window caches were sized for): the same bits as in a session of its own.
+TEST_CASE("a sequence's prefill with all logits, chunks smaller than the sequence count, matches it alone") {
+    for_each_model([](const std::string&, const model::Model& model, const std::vector<int32_t>& source) {
+        const std::vector<int32_t> tokens = prompt(source, 19);
+        model::Session session(test::device(), model, {.n_ctx = n_ctx, .n_seq = 8, .n_ubatch = 2});
+        session.eval(2, prompt(source, 4));
+        std::vector<float> logits;
+        session.eval(5, tokens, &logits);
+        CHECK(logits == test::session_logits(model, tokens, 2));
+    });
+}
+
 TEST_CASE("bad sequence numbers and decode steps are refused before anything runs") {
     const auto models = test_models();
     if (!std::filesystem::exists(models[0].path)) {
@@ -301,4 +318,30 @@ TEST_CASE("bad sequence numbers and decode steps are refused before anything run
     CHECK_THROWS_WITH_AS(model::Session(test::device(), *model, {.n_seq = 2, .kv_type = ops::KvType::Q8_0}),
                          "a q8_0 KV cache serves one sequence only (its scales follow all its cells' quants); use an "
                          "f16 cache", Error);
+}
+
+// A row of a decode step is bound alone (its query, its output): in place where its offset meets the
+// device's alignment, else through a copy in and a copy back. Rows of 3 floats miss 16-byte alignment.
+TEST_CASE("row views bind aligned rows in place and copy misaligned ones in and back") {
+    constexpr uint32_t floats = 3, n_rows = 8;
+    const std::vector<float> input = test::random_floats(n_rows * floats, 7);
+    gpu::Buffer x = test::upload(input), y = test::upload(std::vector<float>(n_rows * floats, 0.0f));
+    graph::Graph g(test::device());
+    const model::StepInputs step{};
+    model::blocks::Builder b{g, test::device(), step, {n_rows, false}};
+    const graph::Region x_rows = g.persistent("x", x.range()), y_rows = g.persistent("y", y.range());
+    const uint64_t alignment = test::device().caps().min_storage_buffer_offset_alignment;
+    std::vector<float> want(n_rows * floats, 0.0f);
+    for (uint32_t row : {0u, 3u, 4u, 5u}) {
+        const model::blocks::SequenceRows rows{row, 1, {}, nullptr, fmt::format(".row{}", row)};
+        const auto in = model::blocks::row_view(b, "in" + rows.suffix, x_rows, floats, rows, true);
+        const auto out = model::blocks::row_view(b, "out" + rows.suffix, y_rows, floats, rows, false);
+        CHECK(in.copied == (row * floats * sizeof(float) % alignment != 0));
+        CHECK(out.copied == in.copied);
+        g.add("scale" + rows.suffix, ops::scale(test::device(), b.range(in.rows), b.range(out.rows), floats, 2.0f));
+        model::blocks::place_rows(b, "out" + rows.suffix, out);
+        for (uint32_t c = 0; c < floats; ++c) want[row * floats + c] = 2.0f * input[row * floats + c];
+    }
+    std::move(g).bake().replay();
+    CHECK(test::download(y, n_rows * floats) == want);
 }
