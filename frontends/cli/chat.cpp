@@ -19,10 +19,6 @@
 namespace vkllm::cli {
 namespace {
 
-constexpr const char* chat_usage =
-    "usage: vkllm chat {} [--system TEXT] [--chat-template-file F] [-n N] {} [--mmproj MMPROJ --image FILE...]  (one "
-    "user turn per line of input)";
-
 void print(std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -36,20 +32,25 @@ int chat(Args args) {
     MediaOptions media;
     std::string system, template_path;
     uint32_t n_predict = 512;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i) || sampling.parse(args, i) || media.parse(args, i)) continue;
-        if (args[i] == "--system" && i + 1 < args.size()) system = args[++i];
-        else if (args[i] == "--chat-template-file" && i + 1 < args.size()) template_path = args[++i];
-        else if (args[i] == "-n" && i + 1 < args.size()) n_predict = parse_count("-n", args[++i]);
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(chat_usage, ModelOptions::usage, SamplingOptions::usage));
-    }
-    if (options.model_path.empty()) fail(chat_usage, ModelOptions::usage, SamplingOptions::usage);
+    Options parser("chat", "-m MODEL [--system TEXT] [options]",
+                   "A conversation through the model's chat template, one user turn per line of standard input; the KV "
+                   "cache of earlier turns is kept.");
+    parser.add("--system", system, "TEXT", "the system prompt")
+        .add("--chat-template-file", template_path, "FILE", "a Jinja chat template in place of the model's")
+        .add("-n,--n-predict", n_predict, "N", "the most tokens of one reply");
+    options.declare(parser);
+    sampling.declare(parser);
+    media.declare(parser);
+    if (!parser.parse(args)) return 0;
+    options.check();
+    media.check();
+    const sampling::SamplerParams sampler_params = sampling.resolve(options.verbose);
 
     const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();
     std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path, template_path);
     model::Session& session = engine->session();
     const tokenizer::Tokenizer& tokenizer = engine->tokenizer();
-    sampling::Sampler sampler(sampling.params);
+    sampling::Sampler sampler(sampler_params);
     const engine::GenerationLimits limits{.max_tokens = n_predict, .stops = engine->template_stops()};
 
     nlohmann::ordered_json messages = nlohmann::ordered_json::array();

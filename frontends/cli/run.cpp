@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "engine/generation.h"
 #include "engine/media.h"
 #include "media.h"
@@ -11,8 +12,6 @@
 
 namespace vkllm::cli {
 namespace {
-
-constexpr const char* run_usage = "usage: vkllm run {} -p PROMPT [-n N] {} [--mmproj MMPROJ --image FILE...]";
 
 using Clock = std::chrono::steady_clock;
 
@@ -29,15 +28,27 @@ int run(Args args) {
     ModelOptions options;
     SamplingOptions sampling;
     MediaOptions media;
-    std::string prompt;
-    uint32_t n_predict = 128;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i) || sampling.parse(args, i) || media.parse(args, i)) continue;
-        if ((args[i] == "-p" || args[i] == "--prompt") && i + 1 < args.size()) prompt = args[++i];
-        else if (args[i] == "-n" && i + 1 < args.size()) n_predict = parse_count("-n", args[++i]);
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(run_usage, ModelOptions::usage, SamplingOptions::usage));
-    }
-    if (options.model_path.empty()) fail(run_usage, ModelOptions::usage, SamplingOptions::usage);
+    std::string prompt, prompt_path;
+    int32_t n_predict_option = 128;
+    bool ignore_eos = false, no_display_prompt = false;
+    Options parser("run", "-m MODEL (-p PROMPT | -f FILE) [-n N] [options]",
+                   "Generates text from a prompt, streamed as it comes, then prints the prompt and generation speed.");
+    parser.add("-p,--prompt", prompt, "TEXT", "the prompt")
+        .add("-f,--file", prompt_path, "FILE", "read the prompt from a file")
+        .add("-n,--n-predict", n_predict_option, "N", "tokens to generate; -1: until the context is full")
+        .flag("--ignore-eos", ignore_eos, "go on past the end-of-generation token")
+        .flag("--no-display-prompt", no_display_prompt, "print only the generated text, not the prompt before it");
+    options.declare(parser);
+    sampling.declare(parser);
+    media.declare(parser);
+    if (!parser.parse(args)) return 0;
+    options.check();
+    media.check();
+    if (!prompt.empty() && !prompt_path.empty()) fail("give the prompt once: with -p TEXT or with -f FILE");
+    if (!prompt_path.empty()) prompt = read_text_file(prompt_path, "prompt file");
+    if (n_predict_option < -1) fail("-n must be -1 (until the context is full) or at least 0, not {}", n_predict_option);
+    const uint32_t n_predict = n_predict_option == -1 ? UINT32_MAX : uint32_t(n_predict_option);
+    const sampling::SamplerParams sampler_params = sampling.resolve(options.verbose);
 
     const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();
     std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path);
@@ -59,15 +70,16 @@ int run(Args args) {
         fail("the prompt ({} tokens) and {} tokens to generate exceed the context of {} tokens (raise it with -c)",
              std::max<size_t>(tokens.size(), session.n_past()), n_predict, session.n_ctx());
 
-    sampling::Sampler sampler(sampling.params);
+    sampling::Sampler sampler(sampler_params);
     for (tokenizer::TokenId id : tokens) sampler.accept(id);
-    print(prompt);
+    if (!no_display_prompt) print(prompt);
 
     std::span<const float> logits = media.active() ? std::span<const float>(media_logits) : session.eval(tokens);
     double prompt_seconds = seconds_since(started);
 
     // SPM vocabularies drop the leading space of the first piece of a text (llama.cpp detokenize).
-    engine::TextStream stream(tok, {.max_tokens = n_predict}, tok.vocab().add_space_prefix && prompt.empty());
+    engine::TextStream stream(tok, {.max_tokens = n_predict, .ignore_eos = ignore_eos},
+                              tok.vocab().add_space_prefix && (prompt.empty() || no_display_prompt));
     started = Clock::now();
     const engine::Generated generated = n_predict == 0 ? engine::Generated{} :
         engine::generate(session, sampler, stream, logits, [](std::string_view text) {
