@@ -77,7 +77,7 @@ int bench(Args args) {
             session.truncate(0);
             auto tokens = random_tokens(n_prompt);
             auto started = Clock::now();
-            session.eval(tokens);
+            run_prompt(*engine, tokens);
             pp_rates.push_back(n_prompt / std::chrono::duration<double>(Clock::now() - started).count());
         }
         if (n_gen) {

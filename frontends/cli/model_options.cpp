@@ -2,12 +2,12 @@
 
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "progress.h"
 
 namespace vkllm::cli {
 
@@ -58,27 +58,14 @@ sampling::SamplerParams SamplingOptions::resolve(bool verbose) const {
     return resolved;
 }
 
-namespace {
-
-model::WeightLoader::Progress load_progress() {
-    // One progress line, rewritten in place, and only on a terminal.
-    if (!isatty(fileno(stderr))) return {};
-    return [last = -1](uint64_t done, uint64_t total) mutable {
-        int percent = total ? int(100 * done / total) : 100;
-        if (percent == last) return;
-        last = percent;
-        std::fprintf(stderr, "\rloading weights: %3d%%%s", percent, percent == 100 ? "\n" : "");
-    };
-}
-
-}  // namespace
-
 std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path,
                                             const std::string& chat_template_path) {
+    // The report is only called while the engine opens (the weights upload).
+    ProgressReport report("loading weights");
     auto engine = std::make_unique<engine::Engine>(engine::EngineOptions{
         .model_path = options.model_path, .device = options.device, .n_ctx = options.n_ctx,
         .kv_type = options.kv_type, .mmproj_path = mmproj_path, .chat_template_path = chat_template_path,
-        .progress = load_progress()});
+        .progress = [&report](uint64_t done, uint64_t total) { report.update(done, total); }});
     if (options.verbose) {
         const model::ModelInfo& info = engine->info();
         const model::Session& session = engine->session();
@@ -96,6 +83,13 @@ std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const s
         }
     }
     return engine;
+}
+
+std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_t> tokens) {
+    model::Session& session = engine.session();
+    if (tokens.size() <= 4 * size_t(session.n_ubatch())) return session.eval(tokens);
+    ProgressReport report(fmt::format("prompt of {} tokens", tokens.size()));
+    return engine::prefill(session, 0, tokens, [&report](uint64_t done, uint64_t total) { report.update(done, total); });
 }
 
 void write_reports(const ModelOptions& options, engine::Engine& engine) {

@@ -39,6 +39,9 @@ struct SamplingOptions {
 std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path = {},
                                             const std::string& chat_template_path = {});
 
+// The prompt run on the engine's session; one of more than four chunks reports its progress on stderr.
+std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_t> tokens);
+
 // --dump-graph and --stats-json, once the session has run.
 void write_reports(const ModelOptions& options, engine::Engine& engine);
 
