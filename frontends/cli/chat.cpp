@@ -35,7 +35,7 @@ int chat(Args args) {
     Options parser("chat", "-m MODEL [--system TEXT] [options]",
                    "A conversation through the model's chat template, one user turn per line of standard input; the KV "
                    "cache of earlier turns is kept.");
-    parser.add("--system", system, "TEXT", "the system prompt")
+    parser.add("--system,-sys,--system-prompt", system, "TEXT", "the system prompt")
         .add("--chat-template-file", template_path, "FILE", "a Jinja chat template in place of the model's")
         .add("-n,--n-predict", n_predict, "N", "the most tokens of one reply");
     options.declare(parser);
