@@ -21,7 +21,7 @@ ProgressReport::~ProgressReport() {
     if (!shown_) return;
     const double seconds = std::chrono::duration<double>(Clock::now() - started_).count();
     if (terminal_) std::fprintf(stderr, "\r%-*s\r", int(line_width), "");
-    std::fprintf(stderr, "%s: done in %.1f s\n", what_.c_str(), seconds);
+    if (seconds >= 1) std::fprintf(stderr, "%s: done in %.1f s\n", what_.c_str(), seconds);
 }
 
 void ProgressReport::update(uint64_t done, uint64_t total, std::string_view detail) {

@@ -12,7 +12,7 @@ namespace vkllm::cli {
 class ProgressReport {
 public:
     explicit ProgressReport(std::string what);
-    ~ProgressReport();  // ends the bar's line
+    ~ProgressReport();  // clears the bar; a step of a second or more then says how long it took
     ProgressReport(const ProgressReport&) = delete;
 
     void update(uint64_t done, uint64_t total, std::string_view detail = {});

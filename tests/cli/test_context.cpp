@@ -76,6 +76,22 @@ TEST_CASE("run --json: the text, tokens, finish reason, seed and timings, with i
     CHECK(result.err.find("load: ") != std::string::npos);
 }
 
+TEST_CASE("run counts an image's positions as prompt tokens") {
+    const std::filesystem::path fixture = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/vision/pixtral_vis";
+    if (!std::filesystem::exists(fixture / "model.gguf")) {
+        MESSAGE("../shared absent: skipped");
+        return;
+    }
+    const std::string text = "Once upon a time there was a little cat.";
+    const CliResult run = run_cli("run -m " + (fixture / "model.gguf").string() + " --mmproj " + (fixture / "mmproj.gguf").string() +
+                                  " --image " + (fixture / "chelsea.png").string() + " -n 2 --temp 0 --json -p '<__media__>" + text + "'");
+    REQUIRE(run.exit_code == 0);
+    const CliResult tokens = run_cli("tokenize -m " + (fixture / "model.gguf").string() + " --json '" + text + "'");
+    REQUIRE(tokens.exit_code == 0);
+    const size_t n_text = nlohmann::json::parse(tokens.out).size();
+    CHECK(nlohmann::json::parse(run.out)["prompt_tokens"].get<size_t>() > n_text + 4);  // the image's positions and its [IMG_END]
+}
+
 TEST_CASE("chat with piped input survives a full context and a turn too long for it, and exits 0 at EOF") {
     const auto input = std::filesystem::temp_directory_path() / "vkllm-chat-input.txt";
     {
