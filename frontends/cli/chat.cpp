@@ -31,19 +31,20 @@ int chat(Args args) {
     SamplingOptions sampling;
     MediaOptions media;
     std::string system, template_path;
-    uint32_t n_predict = 512;
+    int32_t n_predict_option = 512;
     Options parser("chat", "-m MODEL [--system TEXT] [options]",
                    "A conversation through the model's chat template, one user turn per line of standard input; the KV "
                    "cache of earlier turns is kept.");
     parser.add("--system,-sys,--system-prompt", system, "TEXT", "the system prompt")
         .add("--chat-template-file", template_path, "FILE", "a Jinja chat template in place of the model's")
-        .add("-n,--n-predict", n_predict, "N", "the most tokens of one reply");
+        .add("-n,--n-predict", n_predict_option, "N", "the most tokens of one reply; -1: until the context is full");
     options.declare(parser);
     sampling.declare(parser);
     media.declare(parser);
     if (!parser.parse(args)) return 0;
     options.check();
     media.check();
+    const uint32_t n_predict = token_limit(n_predict_option);
     const sampling::SamplerParams sampler_params = sampling.resolve(options.verbose);
 
     const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();

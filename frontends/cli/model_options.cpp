@@ -85,6 +85,11 @@ std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const s
     return engine;
 }
 
+uint32_t token_limit(int32_t n_predict) {
+    if (n_predict < -1) fail("-n must be -1 (until the context is full) or at least 0, not {}", n_predict);
+    return n_predict == -1 ? UINT32_MAX : uint32_t(n_predict);
+}
+
 std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_t> tokens) {
     model::Session& session = engine.session();
     if (tokens.size() <= 4 * size_t(session.n_ubatch())) return session.eval(tokens);

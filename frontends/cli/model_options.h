@@ -39,6 +39,9 @@ struct SamplingOptions {
 std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path = {},
                                             const std::string& chat_template_path = {});
 
+// -n as llama-cli takes it: a count, or -1 for no limit (UINT32_MAX); anything else fails.
+uint32_t token_limit(int32_t n_predict);
+
 // The prompt run on the engine's session; one of more than four chunks reports its progress on stderr.
 std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_t> tokens);
 

@@ -142,8 +142,8 @@ Options::Option* Options::find(std::string_view name) {
 const Options::Option* Options::find(std::string_view name) const { return const_cast<Options*>(this)->find(name); }
 
 bool Options::given(std::string_view name) const {
-    const Option* option = find(name);
-    return option && option->seen;
+    if (const Option* option = find(name)) return option->seen;
+    return std::ranges::any_of(positionals_, [&](const Positional& p) { return p.placeholder == name && p.seen; });
 }
 
 std::string Options::see_help() const { return fmt::format("see 'vkllm {} --help'", command_); }

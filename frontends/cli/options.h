@@ -48,7 +48,8 @@ public:
 
     // false when the user asked for --help (printed on stdout): the command then returns 0.
     [[nodiscard]] bool parse(Args args);
-    bool given(std::string_view name) const;  // whether the option was on the command line
+    // Whether the option (any of its names) or the positional argument (its placeholder) was given.
+    bool given(std::string_view name) const;
     std::string help() const;
 
 private:

@@ -55,8 +55,7 @@ int run(Args args) {
     media.check();
     if (!prompt.empty() && !prompt_path.empty()) fail("give the prompt once: with -p TEXT or with -f FILE");
     if (!prompt_path.empty()) prompt = read_text_file(prompt_path, "prompt file");
-    if (n_predict_option < -1) fail("-n must be -1 (until the context is full) or at least 0, not {}", n_predict_option);
-    const uint32_t n_predict = n_predict_option == -1 ? UINT32_MAX : uint32_t(n_predict_option);
+    const uint32_t n_predict = token_limit(n_predict_option);
     const sampling::SamplerParams sampler_params = sampling.resolve(options.verbose);
 
     const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();

@@ -29,10 +29,10 @@ int tokenize(Args args) {
         .flag("--ids", ids_only, "print only the ids, as [1, 2, 3]")
         .flag("--json", json, "print [{\"id\": 1, \"piece\": \"<s>\"}, ...]");
     if (!parser.parse(args)) return 0;
-    const int sources = !text.empty() + !prompt.empty() + !file.empty();
-    if (sources != 1) fail("give the text once: as an argument, with -p TEXT or with -f FILE");
-    if (!prompt.empty()) text = prompt;
-    if (!file.empty()) text = read_text_file(file, "text file");
+    if (parser.given("TEXT") + parser.given("-p") + parser.given("-f") != 1)
+        fail("give the text once: as an argument, with -p TEXT or with -f FILE");
+    if (parser.given("-p")) text = prompt;
+    if (parser.given("-f")) text = read_text_file(file, "text file");
     const tokenizer::Tokenizer tok(tokenizer::load_vocab(model));
     const std::vector<tokenizer::TokenId> ids = tok.tokenize(text, !no_bos, parse_special);
     if (json) {

@@ -198,6 +198,9 @@ TEST_CASE("tokenize prints id -> piece as llama-tokenize does, --ids a list, --j
     CHECK(tokens[0]["id"] == 1);
     CHECK(tokens[0]["piece"] == "<s>");
     CHECK(tokens.back()["piece"] == " upon");
+    CHECK(run_cli("tokenize -m " + model + " ''").out == "     1 -> '<s>'\n");  // an empty text is BOS alone
+    check_error("tokenize -m " + model, "give the text once");
+    check_error("tokenize -m " + model + " Once -p upon", "give the text once");
 }
 
 TEST_CASE("info --json holds the metadata and the tensors; arrays in full with --full") {
