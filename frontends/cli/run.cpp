@@ -10,6 +10,7 @@
 #include "core/file.h"
 #include "engine/generation.h"
 #include "engine/media.h"
+#include "gpu/pipeline.h"
 #include "media.h"
 #include "model_options.h"
 

@@ -181,6 +181,10 @@ TEST_CASE("perplexity refuses a context too small to score anything; bench refus
     std::filesystem::remove(text);
     check_error("bench -m " + model + " -p 0 -n 0", "-p 0 -n 0 leaves nothing to time");
     check_error("bench -m " + model + " -r 0", "-r 0 runs nothing");
+    check_error("bench -m " + model + " -o xml", "-o must be md or json");
+    const CliResult json = run_cli("bench -m " + model + " -p 8 -n 4 -r 1 -o json");  // llama-bench's spelling
+    REQUIRE(json.exit_code == 0);
+    CHECK(nlohmann::json::parse(json.out)["tg"]["n"] == 4);
 }
 
 TEST_CASE("tokenize prints id -> piece as llama-tokenize does, --ids a list, --json id and piece") {
