@@ -62,7 +62,7 @@ TEST_CASE("run --context-shift keeps the first tokens and goes on past the conte
     CHECK(shifted.out.starts_with(stopped.out.substr(0, stopped.out.size() - 1)));  // the same until the first shift
 }
 
-TEST_CASE("run --json: the text, tokens, finish reason, seed and timings, with image positions counted as prompt tokens") {
+TEST_CASE("run --json: the text, tokens, finish reason, seed and timings in one object") {
     const CliResult result = run_cli("run -m " + model + " -p Once -n 6 --temp 0 --seed 3 --json");
     REQUIRE(result.exit_code == 0);
     const auto json = nlohmann::json::parse(result.out);
