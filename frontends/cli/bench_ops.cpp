@@ -3,8 +3,8 @@
 // measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers and through
 // texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,44 +18,33 @@
 #include "gpu/timing.h"
 #include "gpu/transfer.h"
 #include "ops/matvec.h"
+#include "options.h"
 #include "params.h"
 
 namespace vkllm::cli {
 namespace {
 
-struct Options {
+struct Settings {
     uint32_t rows = 4096, cols = 4096, repeat = 20;
     bool sweep = false;     // every launch shape, not only the device's default
     std::string type;       // only this weight type ("q4_K"); empty: all
 };
 
-constexpr const char* usage = "usage: vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep]";
-
-uint32_t parse_count(std::string_view flag, std::string_view text) {
-    uint32_t value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size() || value == 0)
-        fail("{} {}: expected a positive integer", flag, text);
-    return value;
-}
-
-Options parse_options(Args args) {
-    Options options;
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string_view flag = args[i];
-        if (flag == "--sweep") {
-            options.sweep = true;
-            continue;
-        }
-        if (i + 1 == args.size()) fail("{}: missing value ({})", flag, usage);
-        std::string_view value = args[++i];
-        if (flag == "--rows") options.rows = parse_count(flag, value);
-        else if (flag == "--cols") options.cols = parse_count(flag, value);
-        else if (flag == "--repeat") options.repeat = parse_count(flag, value);
-        else if (flag == "--type") options.type = value;
-        else fail("unknown option '{}' ({})", flag, usage);
-    }
-    return options;
+// Settings from the command line, or nothing when --help was asked.
+std::optional<Settings> parse_settings(Args args) {
+    Settings settings;
+    Options parser("bench-ops", "[--rows N] [--cols N] [--repeat N] [--type T] [--sweep]",
+                   "GB/s of each matvec kernel on a rows x cols weight, next to the device's streaming ceiling "
+                   "(a plain read kernel through storage and texel buffers, and vkCmdCopyBuffer).");
+    parser.add("--rows", settings.rows, "N", "weight rows")
+        .add("--cols", settings.cols, "N", "weight columns")
+        .add("--repeat", settings.repeat, "N", "timed runs; the median is reported")
+        .add("--type", settings.type, "T", "only this weight type (q4_K, q8_0...); all when not given")
+        .flag("--sweep", settings.sweep, "every launch shape, not only the device's default");
+    if (!parser.parse(args)) return std::nullopt;
+    for (auto [name, value] : {std::pair{"--rows", settings.rows}, {"--cols", settings.cols}, {"--repeat", settings.repeat}})
+        if (value == 0) fail("{} must be at least 1", name);
+    return settings;
 }
 
 // Median milliseconds of `repeat` runs of the recorded work, each its own timestamp region, after
@@ -126,7 +115,7 @@ Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) 
 
 // A rows x cols weight of `type`: one quantized row of random values repeated (the kernels' speed
 // does not depend on the values, and quantizing 16M values per type would dominate the run).
-gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Options& options) {
+gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Settings& options) {
     std::vector<float> values(options.cols);
     uint32_t state = 12345;
     for (float& value : values) {
@@ -147,7 +136,7 @@ gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Options
 // The device's launch shape, its other arithmetic variant and its other read path; with --sweep,
 // every shape too.
 std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf::GgmlType type,
-                                             const Options& options) {
+                                             const Settings& options) {
     ops::MatvecConfig chosen = ops::matvec_config(caps, type, options.cols);
     std::vector<ops::MatvecConfig> shapes = {chosen};
     if (caps.use_float16() && ops::has_f16_variant(type)) {  // the variant the device does not prefer
@@ -174,7 +163,9 @@ std::string describe(const ops::MatvecConfig& config) {
 }  // namespace
 
 int bench_ops(Args args) {
-    const Options options = parse_options(args);
+    const std::optional<Settings> parsed = parse_settings(args);
+    if (!parsed) return 0;
+    const Settings& options = *parsed;
     gpu::Instance instance;
     gpu::Device device(instance);
     const gpu::Capabilities& caps = device.caps();

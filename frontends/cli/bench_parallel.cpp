@@ -1,8 +1,11 @@
-// vkllm bench -m MODEL --parallel 1,2,4,8 [-p 64] [-n 32] [--json]: the server's scheduler under B
+// vkllm bench -m MODEL --parallel 1,2,4,8 [-p N] [-n N] [--json]: the server's scheduler under B
 // simultaneous requests, for each B: aggregate decode tok/s (every sequence's tokens per second of
 // batched decode steps), the time of one step, time to first token (mean and worst: B prompts of -p
 // tokens prefilled in chunks between decode steps) and prompt tok/s. Greedy, end-of-generation
 // ignored, so every request generates exactly -n tokens.
+#include "bench_parallel.h"
+
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -13,12 +16,9 @@
 
 #include "core/error.h"
 #include "engine/scheduler.h"
-#include "model_options.h"
 
 namespace vkllm::cli {
 namespace {
-
-constexpr const char* usage = "usage: vkllm bench {} --parallel B[,B...] [-p N] [-n N] [--json]";
 
 using Clock = std::chrono::steady_clock;
 
@@ -27,17 +27,24 @@ struct Measure {
     double decode_tok_s, step_ms, ttft_mean_ms, ttft_max_ms, prompt_tok_s;
 };
 
-std::vector<uint32_t> parse_batches(std::string_view text) {
+}  // namespace
+
+std::vector<uint32_t> parse_batch_sizes(std::string_view text) {
     std::vector<uint32_t> batches;
     std::stringstream in{std::string(text)};
     for (std::string item; std::getline(in, item, ',');) {
-        const uint32_t b = parse_count("--parallel", item);
+        uint32_t b = 0;
+        const auto [end, error] = std::from_chars(item.data(), item.data() + item.size(), b);
+        if (error != std::errc() || end != item.data() + item.size())
+            fail("--parallel takes batch sizes separated by commas, as in 1,2,4,8, not '{}'", text);
         if (b == 0 || b > 64) fail("--parallel takes batch sizes from 1 to 64, not {}", b);
         batches.push_back(b);
     }
     if (batches.empty()) fail("--parallel needs at least one batch size, as in --parallel 1,2,4,8");
     return batches;
 }
+
+namespace {
 
 // B requests submitted at once; returns when all are done.
 Measure run_batch(engine::Engine& engine, uint32_t batch, uint32_t n_prompt, uint32_t n_gen) {
@@ -81,20 +88,8 @@ Measure run_batch(engine::Engine& engine, uint32_t batch, uint32_t n_prompt, uin
 
 }  // namespace
 
-int bench_parallel(Args args) {
-    ModelOptions options;
-    std::vector<uint32_t> batches;
-    uint32_t n_prompt = 64, n_gen = 32;
-    bool json = false;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i)) continue;
-        if (args[i] == "--parallel" && i + 1 < args.size()) batches = parse_batches(args[++i]);
-        else if (args[i] == "-p" && i + 1 < args.size()) n_prompt = parse_count("-p", args[++i]);
-        else if (args[i] == "-n" && i + 1 < args.size()) n_gen = parse_count("-n", args[++i]);
-        else if (args[i] == "--json") json = true;
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(usage, ModelOptions::usage));
-    }
-    if (options.model_path.empty() || batches.empty()) fail(usage, ModelOptions::usage);
+int bench_parallel(ModelOptions options, const std::vector<uint32_t>& batches, uint32_t n_prompt, uint32_t n_gen,
+                   bool json) {
     if (n_prompt == 0 || n_gen < 2) fail("bench --parallel needs -p of at least 1 and -n of at least 2 tokens");
     if (!options.n_ctx) options.n_ctx = n_prompt + n_gen;
     const uint32_t most = *std::ranges::max_element(batches);

@@ -8,7 +8,6 @@ namespace vkllm::cli {
 using Args = std::span<const std::string_view>;  // the arguments after the subcommand's name
 
 int bench(Args args);
-int bench_parallel(Args args);  // vkllm bench --parallel
 int bench_ops(Args args);
 int chat(Args args);
 int convert(Args args);

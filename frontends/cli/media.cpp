@@ -13,9 +13,6 @@
 namespace vkllm::cli {
 namespace {
 
-constexpr const char* eval_media_usage =
-    "usage: vkllm eval {} {} -p TEXT --logits-out FILE [--embd-out FILE] [--layout-out FILE]";
-
 void write_floats(const std::string& path, const std::vector<float>& values) {
     std::ofstream out(path, std::ios::binary);
     out.write(reinterpret_cast<const char*>(values.data()), std::streamsize(values.size() * sizeof(float)));
@@ -30,12 +27,16 @@ void write_layout(const std::string& path, const std::vector<vision::LayoutEntry
 
 }  // namespace
 
-bool MediaOptions::parse(Args args, size_t& i) {
-    if (i + 1 >= args.size()) return false;
-    if (args[i] == "--mmproj") mmproj_path = args[++i];
-    else if (args[i] == "--image") image_paths.emplace_back(args[++i]);
-    else return false;
-    return true;
+void MediaOptions::declare(Options& options) {
+    options.section("images")
+        .add("--mmproj", mmproj_path, "FILE", "the model's vision projector (an mmproj GGUF)")
+        .add("--image", image_paths, "FILE", "an image for the prompt, at its <__media__> marker or before the text");
+}
+
+void MediaOptions::check() const {
+    if (!image_paths.empty() && mmproj_path.empty())
+        fail("--image {} needs --mmproj FILE, the vision projector GGUF that goes with the model", image_paths.front());
+    if (!mmproj_path.empty() && image_paths.empty()) fail("--mmproj {} needs at least one --image FILE", mmproj_path);
 }
 
 std::vector<vision::Image> load_images(const MediaOptions& options) {
@@ -45,21 +46,9 @@ std::vector<vision::Image> load_images(const MediaOptions& options) {
     return images;
 }
 
-int eval_with_media(Args args) {
-    ModelOptions options;
-    MediaOptions media;
-    std::string prompt, logits_path, embd_path, layout_path;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i) || media.parse(args, i)) continue;
-        if ((args[i] == "-p" || args[i] == "--prompt") && i + 1 < args.size()) prompt = args[++i];
-        else if (args[i] == "--logits-out" && i + 1 < args.size()) logits_path = args[++i];
-        else if (args[i] == "--embd-out" && i + 1 < args.size()) embd_path = args[++i];
-        else if (args[i] == "--layout-out" && i + 1 < args.size()) layout_path = args[++i];
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(eval_media_usage, ModelOptions::usage, MediaOptions::usage));
-    }
-    if (options.model_path.empty() || logits_path.empty())
-        fail(eval_media_usage, ModelOptions::usage, MediaOptions::usage);
-
+int eval_with_media(const ModelOptions& options, const MediaOptions& media, const MediaEvalOutputs& eval) {
+    const std::string& prompt = eval.prompt;
+    const std::string &logits_path = eval.logits_path, &embd_path = eval.embd_path, &layout_path = eval.layout_path;
     const std::vector<vision::Image> images = load_images(media);
     std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path);
     vision::PromptRun result = engine::run_prompt_with_images(*engine, prompt, images);

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "engine/engine.h"
+#include "options.h"
 #include "sampling/sampler.h"
 
 namespace vkllm::cli {
@@ -19,17 +20,18 @@ struct ModelOptions {
     bool verbose = false;
     std::string dump_graph_path, stats_json_path;
 
-    // Consumes args[i] (and its value) when it is one of these options.
-    bool parse(Args args, size_t& i);
-    static constexpr const char* usage =
-        "-m MODEL [-c CTX] [--device I|NAME] [--kv-type f16|q8_0] [--verbose] [--dump-graph FILE] [--stats-json FILE]";
+    void declare(Options& options);
+    // After parsing: the report files can be written (checked before any work).
+    void check() const;
 };
 
 struct SamplingOptions {
     sampling::SamplerParams params;
-    bool parse(Args args, size_t& i);
-    static constexpr const char* usage =
-        "[--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S]";
+    int64_t seed = -1;  // -1: a new one each run
+
+    void declare(Options& options);
+    // The parameters range-checked, the seed drawn when -1 (and printed with --verbose).
+    sampling::SamplerParams resolve(bool verbose) const;
 };
 
 // Opens the model of the options (and an mmproj, a chat template file) with a progress line on a
@@ -37,11 +39,13 @@ struct SamplingOptions {
 std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path = {},
                                             const std::string& chat_template_path = {}, uint32_t n_seq = 1);
 
+// -n as llama-cli takes it: a count, or -1 for no limit (UINT32_MAX); anything else fails.
+uint32_t token_limit(int32_t n_predict);
+
+// The prompt run on the engine's session; one of more than four chunks reports its progress on stderr.
+std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_t> tokens);
+
 // --dump-graph and --stats-json, once the session has run.
 void write_reports(const ModelOptions& options, engine::Engine& engine);
-
-// Parses a number option's value, naming the option when it is not one.
-uint32_t parse_count(std::string_view option, std::string_view value);
-float parse_float(std::string_view option, std::string_view value);
 
 }  // namespace vkllm::cli

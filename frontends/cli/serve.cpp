@@ -1,4 +1,4 @@
-// vkllm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel N] [-c CTX] [--api-key KEY] ...:
+// vkllm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 4] [-c CTX] [--api-key KEY] ...:
 // OpenAI's API over HTTP with continuous batching of N sequences (frontends/server). SIGINT and
 // SIGTERM stop it cleanly: requests in flight end, then the process exits 0.
 #include <csignal>
@@ -10,38 +10,35 @@
 #include "core/error.h"
 #include "engine/scheduler.h"
 #include "model_options.h"
+#include "options.h"
 #include "server.h"
 
 namespace vkllm::cli {
-namespace {
-
-constexpr const char* serve_usage =
-    "usage: vkllm serve {} [--host ADDR] [--port N] [--parallel N] [--api-key KEY] [--alias NAME] "
-    "[--chat-template-file F] [--prefill-chunk N]";
-
-}  // namespace
 
 int serve(Args args) {
     ModelOptions options;
     server::ServerOptions server_options;
     engine::SchedulerOptions scheduler_options;
     std::string template_path;
-    uint32_t n_parallel = 4;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i)) continue;
-        const bool has_value = i + 1 < args.size();
-        if (args[i] == "--host" && has_value) server_options.host = args[++i];
-        else if (args[i] == "--port" && has_value) server_options.port = int(parse_count("--port", args[++i]));
-        else if ((args[i] == "--parallel" || args[i] == "-np") && has_value) n_parallel = parse_count(args[i], args[i + 1]), ++i;
-        else if (args[i] == "--api-key" && has_value) server_options.api_key = args[++i];
-        else if (args[i] == "--alias" && has_value) server_options.model_id = args[++i];
-        else if (args[i] == "--chat-template-file" && has_value) template_path = args[++i];
-        else if (args[i] == "--prefill-chunk" && has_value) scheduler_options.prefill_chunk = parse_count(args[i], args[i + 1]), ++i;
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(serve_usage, ModelOptions::usage));
-    }
-    if (options.model_path.empty()) fail(serve_usage, ModelOptions::usage);
-    if (server_options.port > 65535) fail("--port must be at most 65535, not {}", server_options.port);
+    uint32_t n_parallel = 4, port = uint32_t(server_options.port);
+    Options parser("serve", "-m MODEL [--host ADDR] [--port N] [--parallel N] [options]",
+                   "OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over HTTP, "
+                   "decoding up to --parallel requests in one batch; -c is each request's context.");
+    parser.add("--host", server_options.host, "ADDR", "the address to listen on")
+        .add("--port", port, "N", "the port; 0: any free one (printed)")
+        .add("-np,--parallel", n_parallel, "N", "requests decoded at once (sequences in the KV cache); more wait in a queue")
+        .add("--api-key", server_options.api_key, "KEY", "ask every request but /health for 'Authorization: Bearer KEY'")
+        .add("-a,--alias", server_options.model_id, "NAME", "the model's name in /v1/models and requests; default: the file's")
+        .add("--chat-template-file", template_path, "FILE", "a Jinja chat template replacing the model's")
+        .add("--prefill-chunk", scheduler_options.prefill_chunk, "N",
+             "prompt tokens one step runs: a new prompt delays the others' next token by one such chunk");
+    options.declare(parser);
+    if (!parser.parse(args)) return 0;
+    options.check();
+    if (port > 65535) fail("--port must be at most 65535, not {}", port);
+    server_options.port = int(port);
     if (n_parallel == 0 || n_parallel > 64) fail("--parallel must be between 1 and 64, not {}", n_parallel);
+    if (scheduler_options.prefill_chunk == 0) fail("--prefill-chunk must be at least 1 token");
     if (server_options.model_id.empty()) server_options.model_id = std::filesystem::path(options.model_path).stem().string();
 
     // Signals go to a watcher thread alone: every thread started from here on inherits the mask.
@@ -54,9 +51,9 @@ int serve(Args args) {
     std::unique_ptr<engine::Engine> engine = open_engine(options, {}, template_path, n_parallel);
     engine::Scheduler scheduler(*engine, scheduler_options);
     server::Server server(*engine, scheduler, server_options);
-    const int port = server.bind();
+    const int bound_port = server.bind();
     std::fprintf(stderr, "vkllm serve: %s on http://%s:%d/v1 (%u sequences of %u tokens)\n",
-                 server_options.model_id.c_str(), server_options.host.c_str(), port, n_parallel,
+                 server_options.model_id.c_str(), server_options.host.c_str(), bound_port, n_parallel,
                  engine->session().n_ctx());
     std::thread watcher([&] {
         int signal = 0;

@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -193,7 +192,7 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
     if (s.repeat_penalty == 0) throw bad_field("repeat_penalty", "must be above 0");
     s.seed = given("seed") ? uint64_t(integer_field(body, "seed", std::numeric_limits<int64_t>::min(),
                                                     std::numeric_limits<int64_t>::max()))
-                           : (uint64_t(std::random_device{}()) << 32 | std::random_device{}());
+                           : sampling::random_seed();
     const char* max_field = given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (given(max_field)) request.max_tokens = uint32_t(integer_field(body, max_field, 1, std::numeric_limits<uint32_t>::max()));
     if (given("n") && integer_field(body, "n", 1, 128) != 1) throw bad_field("n", "must be 1: this server returns one choice");

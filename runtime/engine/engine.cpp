@@ -1,9 +1,13 @@
 #include "engine/engine.h"
 
+#include <algorithm>
 #include <chrono>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 #include "core/file.h"
+#include "ops/attention_config.h"
 
 namespace vkllm::engine {
 namespace {
@@ -25,19 +29,47 @@ void check_memory(const gpu::Capabilities& caps, const EngineOptions& options, c
              (weights + kv - budget) >> 20, caps.name, budget >> 20);
 }
 
+// Each layer's K and V caches are bound whole: a context whose cache outgrows one binding is refused
+// here, naming the context, rather than as a buffer of some size the device cannot bind.
+void check_binding_range(gpu::Device& device, const EngineOptions& options, const model::KvLayout& layout,
+                         uint32_t n_ctx) {
+    const uint64_t range = device.allocator().max_binding_range();
+    const uint32_t n_ubatch = model::SessionOptions{}.n_ubatch;
+    for (const model::KvLayerLayout& layer : layout.layers) {
+        const uint32_t row = std::max(layer.k_row, layer.v_row);
+        // Every sequence's cells of a layer sit in one buffer.
+        const uint64_t bytes =
+            options.n_seq * ops::kv_cache_bytes(options.kv_type, model::kv_layer_cells(layer, n_ctx, n_ubatch), row);
+        if (bytes <= range) continue;
+        const uint64_t per_token = options.n_seq * ops::kv_cache_bytes(options.kv_type, 1, row);
+        const std::string sequences = options.n_seq > 1 ? fmt::format(" for each of {} sequences", options.n_seq) : "";
+        fail("a context of {} tokens{} needs KV caches of {} MiB per layer, more than '{}' binds at once ({} MiB); "
+             "lower -c to at most {}", n_ctx, sequences, bytes >> 20, device.caps().name, range >> 20, range / per_token);
+    }
+}
+
+// A vision projector given as the model fails here, by what it is, not at the first key it lacks.
+const gguf::File& language_model(const gguf::File& file) {
+    if (file.get_string("general.architecture") == "clip")
+        fail("{} is a vision projector (mmproj), not a language model: give it with --mmproj and the model with -m",
+             file.name());
+    return file;
+}
+
 }  // namespace
 
 Engine::Engine(const EngineOptions& options)
     : options_(options),
       device_(instance_, options.device),
       file_(gguf::File::open(options.model_path)),
-      tokenizer_(tokenizer::from_gguf(file_)) {
+      tokenizer_(tokenizer::from_gguf(language_model(file_))) {
     const auto started = std::chrono::steady_clock::now();
     model::LoadOptions load{.progress = options.progress};
     uint32_t n_ctx = options.n_ctx;
     load.before_upload = [&](const model::ModelInfo& info, const model::KvLayout& layout) {
         if (!n_ctx) n_ctx = model::default_n_ctx(info);
         check_memory(device_.caps(), options, file_, layout, n_ctx);
+        check_binding_range(device_, options, layout, n_ctx);
     };
     model_ = model::load_model(device_, file_, load);
     session_ = std::make_unique<model::Session>(device_, *model_,

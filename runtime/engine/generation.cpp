@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "core/error.h"
+
 namespace vkllm::engine {
 
 std::string_view finish_reason_name(FinishReason reason) {
@@ -70,8 +72,35 @@ std::string TextStream::push(tokenizer::TokenId id) {
     return text;
 }
 
+std::span<const float> prefill(model::Session& session, uint32_t seq, std::span<const int32_t> tokens,
+                               const PrefillProgress& progress) {
+    if (tokens.empty() || session.n_past(seq) + tokens.size() > session.n_ctx())
+        return session.eval(seq, tokens);  // eval names the overrun before running anything
+    std::span<const float> logits;
+    for (size_t done = 0; done < tokens.size();) {
+        const size_t count = std::min<size_t>(session.n_ubatch(), tokens.size() - done);
+        logits = session.eval(seq, tokens.subspan(done, count));
+        done += count;
+        if (progress) progress(done, tokens.size());
+    }
+    return logits;
+}
+
+void shift_context(model::Session& session, uint32_t seq, uint32_t n_keep) {
+    const uint32_t n_past = session.n_past(seq);
+    if (n_keep + 2 > n_past)
+        fail("cannot shift the context: keeping {} of its {} tokens leaves none to drop", n_keep, n_past);
+    const uint32_t n_discard = (n_past - n_keep) / 2;
+    const std::span<const int32_t> history = session.history(seq);
+    const std::vector<int32_t> tail(history.begin() + n_keep + n_discard, history.begin() + n_past);
+    if (std::ranges::find(tail, -1) != tail.end())
+        fail("cannot shift the context over an image: its embeddings are not kept to run again");
+    session.truncate(seq, n_keep);
+    session.eval(seq, tail);
+}
+
 Generated generate(model::Session& session, sampling::Sampler& sampler, TextStream& stream,
-                   std::span<const float> logits, const TextCallback& on_text) {
+                   std::span<const float> logits, const TextCallback& on_text, const ContextShift& shift) {
     Generated generated;
     auto emit = [&](const std::string& text) { return text.empty() || on_text(text); };
     for (;;) {
@@ -85,8 +114,12 @@ Generated generate(model::Session& session, sampling::Sampler& sampler, TextStre
             break;
         }
         if (session.n_past() >= session.n_ctx()) {
-            emit(stream.finish(FinishReason::Context));
-            break;
+            if (!shift.enabled) {
+                emit(stream.finish(FinishReason::Context));
+                break;
+            }
+            shift_context(session, 0, shift.n_keep);
+            ++generated.context_shifts;
         }
         logits = session.eval(std::span(&next, 1));
     }

@@ -68,14 +68,35 @@ private:
 struct Generated {
     std::vector<tokenizer::TokenId> tokens;  // the reply's tokens (not the ending one)
     FinishReason finish = FinishReason::Stop;
+    uint32_t context_shifts = 0;
 };
+
+// What generate does when the context fills: stop (FinishReason::Context), or shift it as llama.cpp's
+// --context-shift does, keeping the first n_keep tokens and dropping the oldest half of the rest.
+struct ContextShift {
+    bool enabled = false;
+    uint32_t n_keep = 0;
+};
+
+// The shift itself on sequence `seq`: keeps its first n_keep positions, drops half of those after them
+// (the oldest) and runs the other half again right after the kept ones. llama.cpp moves the cached keys
+// and re-rotates them instead; running them again costs a prefill of half the context and gives the
+// exact keys of the new positions. Throws when nothing could be dropped or an image sits in the tail.
+void shift_context(model::Session& session, uint32_t seq, uint32_t n_keep);
 
 // Called with each piece of text as it can be shown; returning false cancels the generation.
 using TextCallback = std::function<bool(std::string_view text)>;
 
+// Runs a prompt on sequence `seq` as Session::eval does, in slices of its micro-batch (the chunks eval
+// makes), calling `progress` with the tokens done after each: a long prompt can report as it goes.
+using PrefillProgress = std::function<void(uint64_t done, uint64_t total)>;
+std::span<const float> prefill(model::Session& session, uint32_t seq, std::span<const int32_t> tokens,
+                               const PrefillProgress& progress);
+
 // Samples from `logits` (those after the prompt), streams the text, runs each token on the
-// session and samples again, until the stream ends or the session's context is full.
+// session and samples again, until the stream ends or the session's context is full (or, with
+// `shift`, shifts it and goes on).
 Generated generate(model::Session& session, sampling::Sampler& sampler, TextStream& stream,
-                   std::span<const float> logits, const TextCallback& on_text);
+                   std::span<const float> logits, const TextCallback& on_text, const ContextShift& shift = {});
 
 }  // namespace vkllm::engine

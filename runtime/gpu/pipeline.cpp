@@ -1,5 +1,6 @@
 #include "gpu/pipeline.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
@@ -147,7 +148,9 @@ const Pipeline& PipelineCache::get(std::string_view name, const PipelineOptions&
     for (const SpecConstant& constant : options.spec) key += fmt::format(":{}={}", constant.id, constant.value);
     if (options.required_subgroup_size) key += fmt::format(":sg{}", options.required_subgroup_size);
     if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
+    const auto started = std::chrono::steady_clock::now();
     auto [it, inserted] = pipelines_.emplace(key, create(name, options));
+    creation_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     dirty_ = true;
     return *it->second;
 }

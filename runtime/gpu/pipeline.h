@@ -55,6 +55,9 @@ public:
     const std::filesystem::path& path() const { return path_; }
     CacheLoad load_result() const { return load_result_; }
     size_t created() const { return pipelines_.size(); }
+    // Time spent creating pipelines (compiling, or reading the driver's cache), so that a first run's
+    // speed can be reported without it.
+    double creation_seconds() const { return creation_seconds_; }
 
 private:
     Device& device_;
@@ -62,6 +65,7 @@ private:
     std::filesystem::path path_;
     CacheLoad load_result_ = CacheLoad::Absent;
     bool dirty_ = false;
+    double creation_seconds_ = 0;
     std::map<std::string, std::unique_ptr<Pipeline>, std::less<>> pipelines_;
 
     std::vector<char> load_disk_cache();
