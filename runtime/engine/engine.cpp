@@ -18,7 +18,7 @@ void check_memory(const gpu::Capabilities& caps, const EngineOptions& options, c
                   const model::KvLayout& layout, uint32_t n_ctx) {
     const uint64_t weights = model::weight_bytes(file);
     const uint64_t kv = model::kv_cache_bytes(layout, n_ctx, model::SessionOptions{}.n_ubatch, options.kv_type);
-    const uint64_t budget = model::memory_budget(caps);
+    const uint64_t budget = caps.memory_budget;
     if (weights + kv > budget)
         fail("{}: the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has ({} MiB); "
              "lower -c or use a smaller quantization", options.model_path, weights >> 20, n_ctx, kv >> 20,

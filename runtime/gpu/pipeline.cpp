@@ -79,7 +79,8 @@ std::filesystem::path cache_directory() {
 }
 
 PipelineCache::PipelineCache(Device& device) : device_(device) {
-    if (auto dir = cache_directory(); !dir.empty())
+    // Null hardware keeps no disk cache: nothing will ever run its pipelines.
+    if (auto dir = cache_directory(); !dir.empty() && !device.caps().null_hardware)
         path_ = dir / ("pipelines-" + uuid_hex(device.caps().device_uuid) + ".bin");
     std::vector<char> initial = load_disk_cache();
     VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -211,6 +212,7 @@ std::unique_ptr<Pipeline> PipelineCache::create(std::string_view name, const Pip
     info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
     if (options.required_subgroup_size) info.stage.pNext = &subgroup_size;
     info.layout = pipeline->layout;
+    if (device_.pipeline_statistics()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkResult result = vkCreateComputePipelines(device_.handle(), cache_, 1, &info, nullptr, &pipeline->pipeline);
     vkDestroyShaderModule(device_.handle(), module, nullptr);
     check(result, "vkCreateComputePipelines");

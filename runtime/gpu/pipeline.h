@@ -55,6 +55,9 @@ public:
     const std::filesystem::path& path() const { return path_; }
     CacheLoad load_result() const { return load_result_; }
     size_t created() const { return pipelines_.size(); }
+    // Every pipeline created so far, by its key: the name, then each ":id=value" spec constant and
+    // ":sgN" for a required subgroup size.
+    const std::map<std::string, std::unique_ptr<Pipeline>, std::less<>>& all() const { return pipelines_; }
 
 private:
     Device& device_;

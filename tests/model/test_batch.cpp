@@ -142,7 +142,7 @@ void for_each_model(Check check) {
 // says why): ~3e-6 on the fixtures, up to 1.3e-4 on stories260K, whose sums round differently
 // through the f16 cache (test_gemma3.cpp); the tokens must be the same exactly.
 TEST_CASE("N sequences decoded together give the tokens and logits each gives alone") {
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     for_each_model([](const std::string& name, const model::Model& model, const std::vector<int32_t>& source) {
         const size_t n_vocab = model.info().n_vocab;
         for (uint32_t n_seq : {1u, 4u, 8u}) {
@@ -166,7 +166,7 @@ TEST_CASE("N sequences decoded together give the tokens and logits each gives al
 }
 
 TEST_CASE("sequences joining and leaving mid-way give the tokens each gives alone") {
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     for_each_model([](const std::string&, const model::Model& model, const std::vector<int32_t>& source) {
         const size_t n_vocab = model.info().n_vocab;
         // Six requests over four sequences: 4 and 5 take the cells 1 and 0 left.
@@ -221,7 +221,7 @@ TEST_CASE("sequences joining and leaving mid-way give the tokens each gives alon
 // session given the prefix and the new tokens computes (Gemma 3's windows recomputed when the kept
 // point is older than a window).
 TEST_CASE("truncate keeps a sequence's prefix as recomputing it would, beside other sequences") {
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     for_each_model([](const std::string&, const model::Model& model, const std::vector<int32_t>& source) {
         const size_t n_vocab = model.info().n_vocab;
         const std::vector<int32_t> first = prompt(source, 20), other = prompt(source, 11);
