@@ -17,6 +17,7 @@ int info(Args args);
 int perplexity(Args args);
 int quantize(Args args);
 int run(Args args);
+int shaders(Args args);
 int synth(Args args);
 int tokenize(Args args);
 int detokenize(Args args);
