@@ -153,8 +153,19 @@ const Pipeline& PipelineCache::get(std::string_view name, const PipelineOptions&
     return *it->second;
 }
 
+std::span<const uint32_t> kernel_spirv(std::string_view name, const Capabilities& caps) {
+    const bool basic_only =
+        !caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) || !caps.has_subgroup(VK_SUBGROUP_FEATURE_BALLOT_BIT);
+    if (basic_only) {
+        const std::string basic = std::string(name) + "_basic";
+        for (const shaders::Embedded& shader : shaders::all())
+            if (shader.name == basic) return shader.spirv;
+    }
+    return shaders::find(name);
+}
+
 std::unique_ptr<Pipeline> PipelineCache::create(std::string_view name, const PipelineOptions& options) {
-    std::span<const uint32_t> spirv = shaders::find(name);
+    std::span<const uint32_t> spirv = kernel_spirv(name, device_.caps());
     auto pipeline = std::make_unique<Pipeline>();
     pipeline->name = name;
     pipeline->info = reflect(name, spirv);

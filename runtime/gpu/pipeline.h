@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/capabilities.h"
 #include "gpu/reflect.h"
 
 namespace vkllm::gpu {
@@ -70,6 +71,10 @@ private:
     std::vector<char> load_disk_cache();
     std::unique_ptr<Pipeline> create(std::string_view name, const PipelineOptions& options);
 };
+
+// The SPIR-V of kernel `name` for a device: its `_basic` build (shaders/subgroup_ops.glsl) where the
+// device lacks subgroup arithmetic or ballots in compute shaders and the kernel uses them.
+std::span<const uint32_t> kernel_spirv(std::string_view name, const Capabilities& caps);
 
 // Where the disk cache lives: VKLLM_CACHE_DIR, else $XDG_CACHE_HOME/vkllm, else ~/.cache/vkllm.
 std::filesystem::path cache_directory();
