@@ -13,9 +13,12 @@ constexpr VkSubgroupFeatureFlags basic_only = VK_SUBGROUP_FEATURE_BASIC_BIT;
 constexpr VkSubgroupFeatureFlags all_subgroup_operations = ~VkSubgroupFeatureFlags(0);
 constexpr VkSubgroupFeatureFlags no_clustered = ~VkSubgroupFeatureFlags(VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
 
-// The lower end of each class, from the limits its drivers report: vulkan.gpuinfo.org's device
-// reports (VkPhysicalDeviceLimits, subgroup and 1.1/1.2 features) and, for the Mesa drivers, their
-// sources (radv_physical_device.c, tu_device.cc, panvk, anv_device.c). Figures as of November 2026.
+// The lower end of each class, from the limits its drivers report (VkPhysicalDeviceLimits, subgroup
+// properties, 1.1/1.2 features) as vulkan.gpuinfo.org's device reports list them, and where Mesa has
+// a driver, from its source: panvk's physical device (Mali: maxComputeSharedMemorySize 32768 "capped
+// to 32K", maxComputeWorkGroupInvocations the GPU's max threads per workgroup, maxBufferSize 1 GiB) and
+// RADV as `RADV_FORCE_FAMILY=navi21 vkllm devices` prints it here. A profile is a test clamp, not a
+// device database: check a real device with `vkllm devices --json`. Figures as of November 2026.
 struct Profile {
     const char* name;
     VkPhysicalDeviceType type;  // picks the GPU kernel configurations over lavapipe's CPU ones
