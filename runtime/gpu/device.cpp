@@ -67,7 +67,8 @@ std::string missing_requirements(const Capabilities& caps, bool compile_only) {
     if (caps.api_version < VK_API_VERSION_1_2) return "it supports only Vulkan 1.0/1.1 (vkllm needs 1.2)";
     if (caps.compute_queue_family == UINT32_MAX) return "it has no compute queue";
     // Kernels without subgroup arithmetic or ballots have `_basic` builds (shaders/subgroup_ops.glsl).
-    if (!caps.has_subgroup(VK_SUBGROUP_FEATURE_BASIC_BIT)) return "it lacks basic subgroup operations in compute shaders" + profile;
+    if (!caps.has_subgroup(VK_SUBGROUP_FEATURE_BASIC_BIT))
+        return "it lacks basic subgroup operations in compute shaders" + profile;
     if (caps.null_hardware && !compile_only)
         return "it is null hardware, a driver that only compiles (RADV_FORCE_FAMILY): see 'vkllm shaders'";
     return {};
