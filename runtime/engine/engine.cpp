@@ -22,11 +22,12 @@ void check_memory(const gpu::Capabilities& caps, const EngineOptions& options, c
                   const model::KvLayout& layout, uint32_t n_ctx) {
     const uint64_t weights = model::weight_bytes(file);
     const uint64_t kv = options.n_seq * model::kv_cache_bytes(layout, n_ctx, model::SessionOptions{}.n_ubatch, options.kv_type);
-    const uint64_t budget = model::memory_budget(caps);
+    const uint64_t budget = caps.memory_budget;
+    const std::string profile = caps.profile.empty() ? "" : " under VKLLM_DEVICE_PROFILE=" + caps.profile;
     if (weights + kv > budget)
-        fail("{}: the weights ({} MiB) and a KV cache of {} x {} tokens ({} MiB) need {} MiB more than '{}' has ({} MiB); "
-             "lower -c or use a smaller quantization", options.model_path, weights >> 20, options.n_seq, n_ctx, kv >> 20,
-             (weights + kv - budget) >> 20, caps.name, budget >> 20);
+        fail("{}: the weights ({} MiB) and a KV cache of {} x {} tokens ({} MiB) need {} MiB more memory than '{}'{} has "
+             "({} MiB); lower -c or use a smaller quantization", options.model_path, weights >> 20, options.n_seq, n_ctx,
+             kv >> 20, (weights + kv - budget) >> 20, caps.name, profile, budget >> 20);
 }
 
 // Each layer's K and V caches are bound whole: a context whose cache outgrows one binding is refused

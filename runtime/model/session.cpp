@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -41,14 +40,6 @@ std::vector<KvLayerKind> kv_cache_kinds(const KvLayout& layout, uint32_t n_ctx, 
     std::vector<KvLayerKind> list;
     for (const auto& [window, kind] : kinds) list.push_back(kind);
     return list;
-}
-
-uint64_t memory_budget(const gpu::Capabilities& caps) {
-    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) return uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
-    uint64_t total = 0;
-    for (const auto& heap : caps.heaps)
-        if (heap.device_local) total += heap.size;
-    return total;
 }
 
 namespace {
@@ -158,6 +149,12 @@ graph::BakedGraph& Session::graph_for(const GraphKey& key) {
     if (baked) return *baked;
     const auto [n_tokens, all_logits, embeddings, seq] = key;
     graph::Graph g(device_);
+    build_graph(g, n_tokens, all_logits, embeddings, seq);
+    baked = std::make_unique<graph::BakedGraph>(std::move(g).bake({.shared_arenas = &arenas_}));
+    return *baked;
+}
+
+void Session::build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, bool embeddings, uint32_t seq) const {
     const uint64_t inputs = n_tokens * sizeof(int32_t);
     StepInputs step{g.persistent("inp_tokens", ids_.range().sub(0, inputs)),
                     g.persistent("inp_pos", positions_.range().sub(0, inputs))};
@@ -201,8 +198,6 @@ graph::BakedGraph& Session::graph_for(const GraphKey& key) {
     uint32_t rows = all_logits ? n_tokens : 1;
     auto logits = g.persistent("result_output", logits_.range().sub(0, uint64_t(rows) * n_vocab_ * sizeof(float)));
     model_.build_forward(g, step, kv, logits, {n_tokens, all_logits});
-    baked = std::make_unique<graph::BakedGraph>(std::move(g).bake({.shared_arenas = &arenas_}));
-    return *baked;
 }
 
 std::span<const float> Session::run_chunk(uint32_t seq, std::span<const int32_t> tokens, bool all_logits,

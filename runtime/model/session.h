@@ -61,9 +61,6 @@ struct KvLayerKind {
     uint64_t bytes = 0;  // of all n_layers
 };
 std::vector<KvLayerKind> kv_cache_kinds(const KvLayout& layout, uint32_t n_ctx, uint32_t n_ubatch, ops::KvType type);
-// Memory vkllm may plan to use on the device: its device-local heaps, or the host's RAM for a CPU
-// device (lavapipe reports a heap far smaller than what it can allocate).
-uint64_t memory_budget(const gpu::Capabilities& caps);
 
 class Session {
 public:
@@ -87,6 +84,10 @@ public:
 
     // Bakes the one-token graph (creating its pipelines) now rather than on the first eval.
     void prepare() { graph_for({1, false, false, 0}); }
+    // Adds the passes of a run to g without baking it: n_tokens (1 or a power of two up to n_ubatch)
+    // of sequence seq (or seq as decode() asks for its rows, one per sequence).
+    // `vkllm shaders` creates every pipeline this way on devices that cannot run.
+    void build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, bool embeddings = false, uint32_t seq = 0) const;
 
     uint32_t n_seq() const { return uint32_t(seqs_.size()); }
     uint32_t n_past(uint32_t seq) const { return sequence(seq).n_past; }

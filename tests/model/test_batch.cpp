@@ -170,7 +170,7 @@ TEST_CASE("N sequences decoded together give the tokens and logits each gives al
 }
 
 TEST_CASE("sequences joining and leaving mid-way give the tokens each gives alone") {
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     for_each_model([](const std::string&, const model::Model& model, const std::vector<int32_t>& source) {
         const size_t n_vocab = model.info().n_vocab;
         // Six requests over four sequences: 4 and 5 take the cells 1 and 0 left.
@@ -225,7 +225,7 @@ TEST_CASE("sequences joining and leaving mid-way give the tokens each gives alon
 // session given the prefix and the new tokens computes (Gemma 3's windows recomputed when the kept
 // point is older than a window).
 TEST_CASE("truncate keeps a sequence's prefix as recomputing it would, beside other sequences") {
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     for_each_model([](const std::string&, const model::Model& model, const std::vector<int32_t>& source) {
         const size_t n_vocab = model.info().n_vocab;
         const std::vector<int32_t> first = prompt(source, 20), other = prompt(source, 11);
