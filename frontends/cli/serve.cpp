@@ -1,4 +1,4 @@
-// vkllm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 4] [-c CTX] [--api-key KEY] ...:
+// vkllm serve -m MODEL [--mmproj F] [--host 127.0.0.1] [--port 8080] [--parallel 4] [-c CTX] [--api-key KEY]:
 // OpenAI's API over HTTP with continuous batching of N sequences (frontends/server). SIGINT and
 // SIGTERM stop it cleanly: requests in flight end, then the process exits 0.
 #include <csignal>
@@ -19,7 +19,7 @@ int serve(Args args) {
     ModelOptions options;
     server::ServerOptions server_options;
     engine::SchedulerOptions scheduler_options;
-    std::string template_path;
+    std::string template_path, mmproj_path;
     uint32_t n_parallel = 4, port = uint32_t(server_options.port);
     Options parser("serve", "-m MODEL [--host ADDR] [--port N] [--parallel N] [options]",
                    "OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over HTTP, "
@@ -29,6 +29,7 @@ int serve(Args args) {
         .add("-np,--parallel", n_parallel, "N", "requests decoded at once (sequences in the KV cache); more wait in a queue")
         .add("--api-key", server_options.api_key, "KEY", "ask every request but /health for 'Authorization: Bearer KEY'")
         .add("-a,--alias", server_options.model_id, "NAME", "the model's name in /v1/models and requests; default: the file's")
+        .add("--mmproj", mmproj_path, "FILE", "the model's image encoder: chat messages may then hold image_url data URIs")
         .add("--chat-template-file", template_path, "FILE", "a Jinja chat template replacing the model's")
         .add("--prefill-chunk", scheduler_options.prefill_chunk, "N",
              "prompt tokens one step runs: a new prompt delays the others' next token by one such chunk");
@@ -48,7 +49,7 @@ int serve(Args args) {
     sigaddset(&stop_signals, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-    std::unique_ptr<engine::Engine> engine = open_engine(options, {}, template_path, n_parallel);
+    std::unique_ptr<engine::Engine> engine = open_engine(options, mmproj_path, template_path, n_parallel);
     engine::Scheduler scheduler(*engine, scheduler_options);
     server::Server server(*engine, scheduler, server_options);
     const int bound_port = server.bind();

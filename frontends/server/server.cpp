@@ -12,6 +12,7 @@
 #include "chat/prompt.h"
 #include "core/error.h"
 #include "openai.h"
+#include "vision/prompt.h"
 
 namespace vkllm::server {
 namespace {
@@ -176,39 +177,62 @@ void Server::routes() {
     http.Post("/completions", completion_route(Endpoint::Completions));
 }
 
-std::vector<tokenizer::TokenId> Server::prompt_of(const CompletionRequest& request) const {
+engine::Request Server::prompt_of(CompletionRequest& request) const {
     const tokenizer::Tokenizer& tokenizer = engine_.tokenizer();
-    if (!request.prompt_tokens.empty()) return request.prompt_tokens;
-    if (request.endpoint == Endpoint::Completions) return tokenizer.tokenize(request.prompt, true, true);
-    if (!request.images.empty())
-        throw ApiError(400, engine_.encoder() ? "images in chat requests are not served yet: send text only"
-                                              : "this server has no image encoder (start it with --mmproj) for image_url parts",
+    engine::Request prompt{.sampling = request.sampling};
+    if (!request.prompt_tokens.empty()) {
+        prompt.prompt = request.prompt_tokens;
+        return prompt;
+    }
+    if (request.endpoint == Endpoint::Completions) {
+        prompt.prompt = tokenizer.tokenize(request.prompt, true, true);
+        return prompt;
+    }
+    if (!request.images.empty() && !engine_.encoder())
+        throw ApiError(400, "this server has no image encoder for image_url parts: start it with --mmproj",
                        "invalid_request_error", "unsupported_content", "messages");
+    std::string rendered;
     try {
-        return chat::prompt_tokens(tokenizer, engine_.chat_template().render(request.messages, true));
+        rendered = engine_.chat_template().render(request.messages, true);
     } catch (const Error& error) {
         throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", error.what()),
                        "invalid_request_error", "invalid_value", "messages");
     }
+    if (request.images.empty()) {
+        prompt.prompt = chat::prompt_tokens(tokenizer, rendered);
+        return prompt;
+    }
+    try {
+        prompt.chunks = vision::tokenize_with_media(tokenizer, engine_.encoder()->hparams().projector,
+                                                    chat::without_template_bos(tokenizer, rendered), request.images.size());
+    } catch (const Error& error) {
+        throw ApiError(400, error.what(), "invalid_request_error", "invalid_value", "messages");
+    }
+    for (const vision::PromptChunk& chunk : prompt.chunks) prompt.prompt.insert(prompt.prompt.end(), chunk.tokens.begin(), chunk.tokens.end());
+    prompt.images = std::move(request.images);
+    return prompt;
 }
 
 void Server::complete(Endpoint endpoint, const std::string& body, httplib::Response& res) {
-    const CompletionRequest request = parse_request(endpoint, body);
+    CompletionRequest request = parse_request(endpoint, body);
     if (!request.model.empty() && request.model != options_.model_id)
         throw ApiError(404, fmt::format("the model '{}' does not exist: this server serves '{}'", request.model, options_.model_id),
                        "invalid_request_error", "model_not_found", "model");
-    std::vector<tokenizer::TokenId> prompt = prompt_of(request);
+    engine::Request prompt = prompt_of(request);
+    // Text tokens only: an image's positions are known once it is encoded, and the session refuses
+    // a prompt that then overruns the context.
+    const size_t n_prompt = prompt.prompt.size();
     const uint32_t n_ctx = engine_.session().n_ctx();
-    if (prompt.size() >= n_ctx)
+    if (n_prompt >= n_ctx)
         throw ApiError(400, fmt::format("the prompt's {} tokens leave no room to generate in the context of {} tokens",
-                                        prompt.size(), n_ctx), "invalid_request_error", "context_length_exceeded", "messages");
-    if (request.max_tokens && prompt.size() + *request.max_tokens > n_ctx)
+                                        n_prompt, n_ctx), "invalid_request_error", "context_length_exceeded", "messages");
+    if (request.max_tokens && n_prompt + *request.max_tokens > n_ctx)
         throw ApiError(400, fmt::format("max_tokens {} and the prompt's {} tokens exceed the context of {} tokens",
-                                        *request.max_tokens, prompt.size(), n_ctx),
+                                        *request.max_tokens, n_prompt, n_ctx),
                        "invalid_request_error", "context_length_exceeded", "max_tokens");
 
-    engine::GenerationLimits limits{.max_tokens = request.max_tokens.value_or(UINT32_MAX),
-                                    .stops = {.strings = request.stop}};
+    engine::GenerationLimits& limits = prompt.limits;
+    limits = {.max_tokens = request.max_tokens.value_or(UINT32_MAX), .stops = {.strings = request.stop}};
     if (endpoint == Endpoint::ChatCompletions) {
         const engine::StopSet& template_stops = engine_.template_stops();
         limits.stops.tokens = template_stops.tokens;
@@ -216,7 +240,7 @@ void Server::complete(Endpoint endpoint, const std::string& body, httplib::Respo
     }
     auto exchange = std::make_shared<Exchange>();
     try {
-        if (!scheduler_.submit({std::move(prompt), request.sampling, std::move(limits)}, Exchange::listener(exchange)))
+        if (!scheduler_.submit(std::move(prompt), Exchange::listener(exchange)))
             throw ApiError(503, "the server is busy: every sequence is in use and the queue is full; try again later",
                            "server_error", "queue_full");
     } catch (const Error& error) {

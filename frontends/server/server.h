@@ -45,7 +45,9 @@ private:
     void routes();
     // A completion request: parsed, checked against the context, queued, answered whole or streamed.
     void complete(Endpoint endpoint, const std::string& body, httplib::Response& res);
-    std::vector<tokenizer::TokenId> prompt_of(const CompletionRequest& request) const;
+    // The engine's request: the prompt rendered and tokenized (with images, its chunks; the images
+    // move out of `request`) and the sampling; the limits are left to fill.
+    engine::Request prompt_of(CompletionRequest& request) const;
 
     engine::Engine& engine_;
     engine::Scheduler& scheduler_;

@@ -4,6 +4,7 @@
 #include <chrono>
 
 #include "core/error.h"
+#include "engine/media.h"
 
 namespace vkllm::engine {
 namespace {
@@ -27,6 +28,7 @@ struct Scheduler::Active {
     uint64_t order = 0;        // admission order: prefill goes oldest first
     uint32_t prompt_done = 0;  // prompt tokens in the cache
     uint32_t cached = 0;       // of those, reused from an earlier request
+    uint32_t positions = 0;    // of the whole prompt once it ran (images count their embeddings)
     tokenizer::TokenId next = tokenizer::no_token;  // sampled, runs in the next decode step
 
     Active(Request r, RequestListener l, const tokenizer::Tokenizer& tokenizer)
@@ -61,6 +63,8 @@ SchedulerMetrics Scheduler::metrics() const {
 bool Scheduler::submit(Request request, RequestListener listener) {
     const uint32_t n_ctx = engine_.session().n_ctx();
     if (request.prompt.empty()) fail("the prompt is empty");
+    if (!request.images.empty() && !engine_.encoder())
+        fail("the prompt has images but the model has no image encoder (an mmproj)");
     if (request.prompt.size() >= n_ctx)
         fail("the prompt's {} tokens leave no room to generate in a context of {} tokens", request.prompt.size(), n_ctx);
     for (tokenizer::TokenId id : request.prompt)
@@ -130,7 +134,7 @@ void Scheduler::admit(Request request, RequestListener listener, uint64_t order)
         }
     }
     // The last prompt token always runs: its logits give the first generated token.
-    const uint32_t keep = uint32_t(std::min(best_shared, request.prompt.size() - 1));
+    const uint32_t keep = request.images.empty() ? uint32_t(std::min(best_shared, request.prompt.size() - 1)) : 0;
     auto active = std::make_unique<Active>(std::move(request), std::move(listener), engine_.tokenizer());
     active->seq = best;
     active->order = order;
@@ -158,18 +162,30 @@ void Scheduler::prefill_step() {
     if (!oldest) return;
     Active& active = *oldest;
     const std::span<const tokenizer::TokenId> prompt(active.request.prompt);
-    const uint32_t n = std::min<uint32_t>(options_.prefill_chunk, uint32_t(prompt.size()) - active.prompt_done);
+    const bool media = !active.request.images.empty();
+    const uint32_t n = media ? uint32_t(prompt.size()) : std::min<uint32_t>(options_.prefill_chunk, uint32_t(prompt.size()) - active.prompt_done);
     const auto started = Clock::now();
+    model::Session& session = engine_.session();
+    const uint32_t positions_before = session.n_past(active.seq);
     std::span<const float> logits;
+    std::vector<float> media_logits;
     try {
-        logits = engine_.session().eval(active.seq, prompt.subspan(active.prompt_done, n));
+        if (media) {
+            const vision::PromptRun run = vision::run_prompt(session, *engine_.encoder(), active.request.chunks,
+                                                             active.request.images, active.seq);
+            media_logits = logits_to_continue(run, engine_.info().n_vocab);
+            logits = media_logits;
+        } else {
+            logits = session.eval(active.seq, prompt.subspan(active.prompt_done, n));
+        }
     } catch (const std::exception& error) {
         return finish(active, FinishReason::Stop, error.what());
     }
     active.prompt_done += n;
+    active.positions = session.n_past(active.seq);
     {
         std::lock_guard lock(mutex_);
-        metrics_.prompt_tokens += n;
+        metrics_.prompt_tokens += active.positions - positions_before;
         metrics_.prompt_seconds += seconds_since(started);
     }
     if (active.prompt_done == prompt.size()) take_token(active, logits);
@@ -220,7 +236,7 @@ void Scheduler::take_token(Active& active, std::span<const float> logits) {
 void Scheduler::finish(Active& active, FinishReason reason, std::string error) {
     const std::string rest = active.stream.finish(reason);
     if (!rest.empty() && reason != FinishReason::Cancelled) active.listener.on_text(rest);
-    const Completion completion{.prompt_tokens = uint32_t(active.request.prompt.size()),
+    const Completion completion{.prompt_tokens = std::max(active.positions, uint32_t(active.request.prompt.size())),
                                 .cached_tokens = active.cached,
                                 .completion_tokens = active.stream.n_tokens(),
                                 .finish = *active.stream.finish_reason(),

@@ -23,17 +23,22 @@
 #include "engine/engine.h"
 #include "engine/generation.h"
 #include "sampling/sampler.h"
+#include "vision/prompt.h"
 
 namespace vkllm::engine {
 
 struct Request {
-    std::vector<tokenizer::TokenId> prompt;
+    std::vector<tokenizer::TokenId> prompt;  // with images: the text tokens alone (the sampler's history)
     sampling::SamplerParams sampling;
     GenerationLimits limits;
+    // A prompt with images (vision/prompt.h): its text and image chunks and the images they name. It
+    // runs whole in one step, its images encoded then, and reuses no cached prefix.
+    std::vector<vision::PromptChunk> chunks;
+    std::vector<vision::Image> images;
 };
 
 struct Completion {
-    uint32_t prompt_tokens = 0;
+    uint32_t prompt_tokens = 0;  // positions: an image's count as many as its embeddings
     uint32_t cached_tokens = 0;  // prompt tokens whose cells were reused rather than computed
     uint32_t completion_tokens = 0;
     FinishReason finish = FinishReason::Stop;
@@ -69,8 +74,8 @@ public:
     Scheduler& operator=(const Scheduler&) = delete;
 
     // Queues a request; false when the queue is full. Throws vkllm::Error, before queuing, when the
-    // prompt is empty, holds a token outside the vocabulary, or leaves no room in a sequence's
-    // context for a generated token, and once the scheduler stops.
+    // prompt is empty, holds a token outside the vocabulary, leaves no room in a sequence's context
+    // for a generated token, or has images and the engine no encoder, and once the scheduler stops.
     bool submit(Request request, RequestListener listener);
     // Ends every request (as cancelled) and the thread; submit refuses from then on.
     void stop();

@@ -41,13 +41,13 @@ std::vector<PromptChunk> tokenize_with_media(const tokenizer::Tokenizer& tokeniz
 }
 
 PromptRun run_prompt(model::Session& session, Encoder& encoder, std::span<const PromptChunk> chunks,
-                     std::span<const Image> images) {
+                     std::span<const Image> images, uint32_t seq) {
     PromptRun run;
     for (const PromptChunk& chunk : chunks) {
-        const uint32_t start = session.n_past();
+        const uint32_t start = session.n_past(seq);
         if (chunk.image < 0) {
             const auto first_row = int32_t(run.text_tokens.size());
-            session.eval(chunk.tokens, &run.text_logits);
+            session.eval(seq, chunk.tokens, &run.text_logits);
             for (size_t t = 0; t < chunk.tokens.size(); ++t)
                 run.layout.push_back({start + uint32_t(t), false, chunk.tokens[t], first_row + int32_t(t)});
             run.text_tokens.insert(run.text_tokens.end(), chunk.tokens.begin(), chunk.tokens.end());
@@ -55,7 +55,7 @@ PromptRun run_prompt(model::Session& session, Encoder& encoder, std::span<const 
         }
         const ImageEmbeddings& embd = encoder.encode(images[size_t(chunk.image)]);
         run.encode_ms += encoder.last_stats().milliseconds;
-        session.eval_embeddings(embd.values);
+        session.eval_embeddings(seq, embd.values);
         for (uint32_t t = 0; t < embd.n_tokens; ++t) run.layout.push_back({start + t, true, int32_t(t), -1});
         run.image_embd.insert(run.image_embd.end(), embd.values.begin(), embd.values.end());
     }

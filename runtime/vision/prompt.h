@@ -44,9 +44,9 @@ struct PromptRun {
     double encode_ms = 0;              // encoder time, all images
 };
 
-// Runs the chunks through the session from its current position: text with every token's logits,
+// Runs the chunks through sequence seq of the session from its position: text with every token's logits,
 // images encoded (once per distinct image) with their embeddings in place of the marker.
 PromptRun run_prompt(model::Session& session, Encoder& encoder, std::span<const PromptChunk> chunks,
-                     std::span<const Image> images);
+                     std::span<const Image> images, uint32_t seq = 0);
 
 }  // namespace vkllm::vision

@@ -11,7 +11,9 @@
 #include <fstream>
 #include <mutex>
 
+#include "engine/media.h"
 #include "engine/scheduler.h"
+#include "vision/image.h"
 
 namespace vkllm::engine {
 namespace {
@@ -192,6 +194,61 @@ TEST_CASE("the scheduler refuses prompts it cannot run, before queuing them") {
                       "the prompt's 16 tokens leave no room to generate in a context of 16 tokens");
     CHECK_THROWS_WITH(scheduler.submit({{1, 100000}, greedy(), limits()}, ignore),
                       "token id 100000 is outside the vocabulary of 512");
+}
+
+TEST_CASE("a prompt with an image runs in its own sequence beside text requests and gives what it gives alone") {
+    const fs::path dir = fs::path(VKLLM_SHARED_DIR) / "fixtures/vision/gemma3_vis";
+    if (!fs::exists(dir / "model.gguf")) {
+        MESSAGE("skipped: " << (dir / "model.gguf").string() << " is missing");
+        return;
+    }
+    const EngineOptions options{.model_path = (dir / "model.gguf").string(), .n_ctx = 384,
+                                .mmproj_path = (dir / "mmproj.gguf").string()};
+    Engine single(options);
+    EngineOptions batched_options = options;
+    batched_options.n_seq = 3;
+    Engine batched(batched_options);
+    const std::vector<vision::Image> images{vision::load_image(dir / "chelsea.png")};
+    const std::string prompt = "Once upon a time<__media__> there was a little cat.";
+
+    // Alone: the prompt and its image through one session, then greedy generation.
+    const vision::PromptRun run = run_prompt_with_images(single, prompt, images);
+    const std::vector<float> first_logits = logits_to_continue(run, single.info().n_vocab);
+    const uint32_t positions = single.session().n_past();
+    sampling::Sampler sampler(greedy());
+    for (int32_t id : run.text_tokens) sampler.accept(id);
+    TextStream stream(single.tokenizer(), limits());
+    std::string expected;
+    generate(single.session(), sampler, stream, first_logits, [&](std::string_view piece) {
+        expected += piece;
+        return true;
+    });
+
+    Scheduler scheduler(batched, {.prefill_chunk = 8});
+    const auto text_prompts = prompts_for({dir / "model.gguf", {}}, batched.tokenizer(), 2);
+    Results results(3);
+    const auto chunks = vision::tokenize_with_media(batched.tokenizer(), batched.encoder()->hparams().projector, prompt, 1);
+    Request with_image{.sampling = greedy(), .limits = limits(), .chunks = chunks, .images = images};
+    for (const vision::PromptChunk& chunk : chunks) with_image.prompt.insert(with_image.prompt.end(), chunk.tokens.begin(), chunk.tokens.end());
+    REQUIRE(scheduler.submit({text_prompts[0], greedy(), limits()}, results.listener(0)));
+    REQUIRE(scheduler.submit(std::move(with_image), results.listener(1)));
+    REQUIRE(scheduler.submit({text_prompts[1], greedy(), limits()}, results.listener(2)));
+    results.wait();
+    CHECK(results.texts[1] == expected);
+    CHECK(results.done[1]->error.empty());
+    CHECK(results.done[1]->prompt_tokens == positions);
+    CHECK(results.done[1]->prompt_tokens > run.text_tokens.size());  // the image's embeddings count
+    for (size_t i : {0, 2}) CHECK(results.texts[i] == alone(single, text_prompts[i / 2]));
+}
+
+TEST_CASE("images without an encoder are refused") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine engine({.model_path = stories.string(), .n_ctx = 64});
+    Scheduler scheduler(engine);
+    RequestListener ignore{.on_text = [](std::string_view) { return true; }, .on_done = [](const Completion&) {}};
+    Request request{.prompt = {1, 2}, .sampling = greedy(), .images = {vision::Image{1, 1, {0, 0, 0}}}};
+    CHECK_THROWS_WITH(scheduler.submit(std::move(request), ignore),
+                      "the prompt has images but the model has no image encoder (an mmproj)");
 }
 
 }  // namespace

@@ -138,6 +138,11 @@ test('bad requests get OpenAI-shaped 4xx errors while a concurrent stream comple
   assertOpenAIError(await chat({ model, messages, stop: [1, 2] }), 400);
   assertOpenAIError(await chat({ model, messages: [{ role: 'wizard', content: 'x' }] }), 400);
   assertOpenAIError(await chat({ model, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'http://example.com/cat.png' } }] }] }), 400);
+  const png = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC';
+  const noEncoder = await chat({ model, messages: [{ role: 'user', content: [{ type: 'text', text: 'What is this?' }, { type: 'image_url', image_url: { url: png } }] }] });
+  assertOpenAIError(noEncoder, 400);
+  assert.equal(noEncoder.body.error.code, 'unsupported_content');
+  assertOpenAIError(await chat({ model, messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,AAAA' } }] }] }), 400);
   const notFound = await chat({ model: 'gpt-4o', messages });
   assertOpenAIError(notFound, 404);
   assert.equal(notFound.body.error.code, 'model_not_found');
@@ -158,7 +163,7 @@ test('bad requests get OpenAI-shaped 4xx errors while a concurrent stream comple
   const done = await concurrent;
   assert.ok(done.text.length > 0);
   assert.ok(['stop', 'length'].includes(done.finish));
-  assert.ok(await metric('requests_rejected_total') >= 17);
+  assert.ok(await metric('requests_rejected_total') >= 19);
 });
 
 test('a client that disconnects mid-stream frees its sequence', async () => {
