@@ -1,8 +1,8 @@
-// vkllm bench -m MODEL --parallel 1,2,4,8 [-p N] [-n N] [--json]: the server's scheduler under B
-// simultaneous requests, for each B: aggregate decode tok/s (every sequence's tokens per second of
-// batched decode steps), the time of one step, time to first token (mean and worst: B prompts of -p
-// tokens prefilled in chunks between decode steps) and prompt tok/s. Greedy, end-of-generation
-// ignored, so every request generates exactly -n tokens.
+// vkllm bench -m MODEL --parallel 1,2,4,8 [-p N] [-n N] [--json]: for each B, B requests of -p prompt
+// tokens and -n generated tokens submitted at once to the server's scheduler (time to first token,
+// mean and worst, and prompt tok/s: prompts prefill in chunks between decode steps), then -n decode
+// steps of those B sequences all generating: the step's time and the aggregate decode tok/s (B tokens
+// per step). Greedy, end-of-generation ignored.
 #include "bench_parallel.h"
 
 #include <charconv>
@@ -16,6 +16,7 @@
 
 #include "core/error.h"
 #include "engine/scheduler.h"
+#include "sampling/sampler.h"
 
 namespace vkllm::cli {
 namespace {
@@ -23,8 +24,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 struct Measure {
-    uint32_t batch;
-    double decode_tok_s, step_ms, ttft_mean_ms, ttft_max_ms, prompt_tok_s;
+    uint32_t batch = 0;
+    double decode_tok_s = 0, step_ms = 0, ttft_mean_ms = 0, ttft_max_ms = 0, prompt_tok_s = 0;
 };
 
 }  // namespace
@@ -46,8 +47,9 @@ std::vector<uint32_t> parse_batch_sizes(std::string_view text) {
 
 namespace {
 
-// B requests submitted at once; returns when all are done.
-Measure run_batch(engine::Engine& engine, uint32_t batch, uint32_t n_prompt, uint32_t n_gen) {
+// B requests submitted at once to the scheduler, as the server does; returns when all are done, with
+// the time to first token and prompt speed (decode speed is taken apart, in steady_decode).
+Measure requests_together(engine::Engine& engine, uint32_t batch, uint32_t n_prompt, uint32_t n_gen) {
     engine::Scheduler scheduler(engine);
     std::mutex mutex;
     std::condition_variable changed;
@@ -80,10 +82,33 @@ Measure run_batch(engine::Engine& engine, uint32_t batch, uint32_t n_prompt, uin
     const engine::SchedulerMetrics m = scheduler.metrics();
     double ttft_sum = 0, ttft_max = 0;
     for (double ms : first_token_ms) ttft_sum += ms, ttft_max = std::max(ttft_max, ms);
-    // The first token of each request comes from its prefill; decode steps make the rest.
-    const double decoded = double(m.generated_tokens) - batch;
-    return {batch, decoded / m.decode_seconds, 1000.0 * m.decode_seconds / double(m.decode_steps), ttft_sum / batch,
-            ttft_max, double(m.prompt_tokens) / m.prompt_seconds};
+    return {.batch = batch, .ttft_mean_ms = ttft_sum / batch, .ttft_max_ms = ttft_max,
+            .prompt_tok_s = double(m.prompt_tokens) / m.prompt_seconds};
+}
+
+// The decode steps of B sequences all generating (no prompt in between): each of sequences
+// 0 .. B-1 (where requests_together left its request) goes on for n_steps tokens, greedy. Returns
+// the milliseconds of one step, the first (a graph bucket's baking) left out.
+double steady_decode(engine::Engine& engine, uint32_t batch, uint32_t n_steps) {
+    model::Session& session = engine.session();
+    std::vector<uint32_t> seqs(batch);
+    std::vector<int32_t> tokens(batch, 1);
+    for (uint32_t s = 0; s < batch; ++s) seqs[s] = s;
+    const size_t n_vocab = engine.info().n_vocab;
+    Clock::time_point started;
+    for (uint32_t step = 0; step <= n_steps; ++step) {
+        if (step == 1) started = Clock::now();
+        const std::span<const float> logits = session.decode(seqs, tokens);
+        for (uint32_t s = 0; s < batch; ++s) tokens[s] = sampling::argmax(logits.subspan(s * n_vocab, n_vocab));
+    }
+    return std::chrono::duration<double, std::milli>(Clock::now() - started).count() / n_steps;
+}
+
+Measure measure(engine::Engine& engine, uint32_t batch, uint32_t n_prompt, uint32_t n_gen) {
+    Measure m = requests_together(engine, batch, n_prompt, n_gen);
+    m.step_ms = steady_decode(engine, batch, n_gen);
+    m.decode_tok_s = 1000.0 * batch / m.step_ms;
+    return m;
 }
 
 }  // namespace
@@ -91,13 +116,14 @@ Measure run_batch(engine::Engine& engine, uint32_t batch, uint32_t n_prompt, uin
 int bench_parallel(ModelOptions options, const std::vector<uint32_t>& batches, uint32_t n_prompt, uint32_t n_gen,
                    bool json) {
     if (n_prompt == 0 || n_gen < 2) fail("bench --parallel needs -p of at least 1 and -n of at least 2 tokens");
-    if (!options.n_ctx) options.n_ctx = n_prompt + n_gen;
+    // Room for the requests and for as many steady decode steps after them.
+    if (!options.n_ctx) options.n_ctx = n_prompt + 2 * n_gen + 1;
     const uint32_t most = *std::ranges::max_element(batches);
     std::unique_ptr<engine::Engine> engine = open_engine(options, {}, {}, most);
-    run_batch(*engine, 1, std::min(n_prompt, 8u), 2);  // compiles every pipeline before the clock runs
+    requests_together(*engine, 1, std::min(n_prompt, 8u), 2);  // compiles the pipelines before the clock runs
 
     std::vector<Measure> measures;
-    for (uint32_t batch : batches) measures.push_back(run_batch(*engine, batch, n_prompt, n_gen));
+    for (uint32_t batch : batches) measures.push_back(measure(*engine, batch, n_prompt, n_gen));
     const double single = measures.front().batch == 1 ? measures.front().decode_tok_s : 0;
     if (json) {
         nlohmann::ordered_json out = {{"model", engine->info().name}, {"device", engine->device().caps().name},
