@@ -65,6 +65,9 @@ std::string missing_requirements(const Capabilities& caps) {
     if (caps.compute_queue_family == UINT32_MAX) return "it has no compute queue";
     if (!caps.has_subgroup(VK_SUBGROUP_FEATURE_BASIC_BIT) || !caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT))
         return "it lacks subgroup arithmetic in compute shaders";
+    // Kernels keep one shared-memory partial per subgroup, sized for subgroups of 4 lanes or more.
+    if (caps.min_subgroup_size < 4)
+        return fmt::format("its subgroups of {} lanes are below the 4 vkllm needs", caps.min_subgroup_size);
     return {};
 }
 
