@@ -1,6 +1,19 @@
 # Every dependency is a Debian 12 package (scripts/setup installs them); nothing is vendored.
 find_package(Threads REQUIRED)
 
+# Android: the NDK has none of these packages. They are found in one prefix holding arm64-v8a builds
+# of fmt, PCRE2 and ICU and copies of the header-only ones (README "Android and ARM"), searched
+# through the NDK toolchain's find root so that no host library can be picked up.
+if(ANDROID)
+  set(VKLLM_ANDROID_PREFIX "" CACHE PATH "Prefix with the Android builds of vkllm's dependencies")
+  if(NOT IS_DIRECTORY "${VKLLM_ANDROID_PREFIX}")
+    message(FATAL_ERROR "Android builds need -DVKLLM_ANDROID_PREFIX=DIR naming the prefix that holds "
+                        "fmt, PCRE2, ICU, nlohmann-json, stb and volk (README: Android and ARM)")
+  endif()
+  list(APPEND CMAKE_FIND_ROOT_PATH ${VKLLM_ANDROID_PREFIX})
+  set(ENV{PKG_CONFIG_LIBDIR} ${VKLLM_ANDROID_PREFIX}/lib/pkgconfig)
+endif()
+
 find_path(VULKAN_HEADERS_DIR vulkan/vulkan.h REQUIRED)
 find_file(VOLK_SOURCE volk.c PATHS /usr/include REQUIRED
           DOC "volk.c from libvulkan-volk-dev")

@@ -40,8 +40,9 @@ layout(push_constant) uniform Push { AttentionParams p; };
 shared vec4 q_tile[HEADS * HEAD_DIM_K / 4];
 shared float probs[HEADS * CHUNK];
 shared vec4 slice_sums[KEY_SLICES * HEADS * DIM_THREADS];
-// Per head and subgroup (subgroups of 8 or more lanes), for the chunk's softmax statistics.
-shared float head_partials[HEADS * CHUNK / 8];
+// Per head and subgroup (subgroups of 4 or more lanes: lavapipe on 128-bit SIMD such as arm64 has 4),
+// for the chunk's softmax statistics.
+shared float head_partials[HEADS * CHUNK / 4];
 shared bool last_arrival;
 
 CacheKeys held;  // the positions the cache holds for this batch

@@ -10,7 +10,7 @@
 layout(local_size_x_id = 0) in;
 
 #ifdef TEXEL_READS
-layout(set = 0, binding = 0) uniform usamplerBuffer source_texels;
+layout(set = 0, binding = 0) uniform utextureBuffer source_texels;
 uvec4 source_at(uint i) { return texelFetch(source_texels, int(i)); }
 #else
 layout(set = 0, binding = 0, std430) readonly buffer Source { uvec4 source[]; };

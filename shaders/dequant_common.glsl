@@ -24,7 +24,7 @@ const uint UNIT_RUNS = 8;
 // TEXEL_READS binds them as a uniform texel buffer (texel_reads.glsl).
 #ifdef TEXEL_READS
 #include "texel_reads.glsl"
-layout(set = 0, binding = 0) uniform usamplerBuffer weight_texels;
+layout(set = 0, binding = 0) uniform utextureBuffer weight_texels;
 uvec4 weight_words4(uint quad) { return texelFetch(weight_texels, int(quad)); }
 uvec2 weight_words2(uint pair) { return texel_pair(weight_texels, pair); }
 uint weight_word(uint word) { return texel_word(weight_texels, word); }

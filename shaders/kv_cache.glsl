@@ -4,8 +4,8 @@
 // bound as uniform texel buffers of uvec4 (gpu::Capabilities::texel_reads: faster on CPU devices).
 #ifdef TEXEL_READS
 #include "texel_reads.glsl"
-layout(binding = K_BINDING) uniform usamplerBuffer k_texels;
-layout(binding = V_BINDING) uniform usamplerBuffer v_texels;
+layout(binding = K_BINDING) uniform utextureBuffer k_texels;
+layout(binding = V_BINDING) uniform utextureBuffer v_texels;
 uint k_word(uint word) { return texel_word(k_texels, word); }
 uint v_word(uint word) { return texel_word(v_texels, word); }
 uvec2 k_word2(uint pair) { return texel_pair(k_texels, pair); }

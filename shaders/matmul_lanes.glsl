@@ -15,7 +15,7 @@ layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint TILE_ROWS = 32;   // a multiple of TM
 layout(constant_id = 4) const uint TILE_TOKENS = 4;  // 1..MAX_TOKENS
 
-layout(set = 0, binding = 1) uniform usamplerBuffer x_texels;
+layout(set = 0, binding = 1) uniform utextureBuffer x_texels;
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
 layout(push_constant) uniform Push { MatmulParams p; };
 

@@ -32,7 +32,7 @@ layout(constant_id = 6) const bool NORM_BY_WORKGROUP = false;
 
 #ifdef TEXEL_READS
 #include "texel_reads.glsl"
-layout(set = 0, binding = 1) uniform usamplerBuffer x_texels;
+layout(set = 0, binding = 1) uniform utextureBuffer x_texels;
 vec4 x_at(uint i4) { return texel_vec4(x_texels, i4); }
 #else
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
@@ -45,7 +45,7 @@ layout(push_constant) uniform Push { MatvecIdParams p; };
 #else
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
 #ifdef TEXEL_READS
-layout(set = 0, binding = 3) uniform usamplerBuffer norm_weight_texels;
+layout(set = 0, binding = 3) uniform utextureBuffer norm_weight_texels;
 vec4 norm_weight_at(uint i4) { return texel_vec4(norm_weight_texels, i4); }
 #else
 layout(set = 0, binding = 3, std430) readonly buffer NormWeight { vec4 norm_weight4[]; };

@@ -14,7 +14,7 @@ layout(std430, binding = 1) writeonly buffer Counts { uint counts[]; };
 layout(std430, binding = 2) writeonly buffer Entries { uint entries[]; };
 layout(push_constant) uniform Push { MoeGroupParams p; };
 
-const uint MAX_SUBGROUPS = 128;  // 1024 invocations in subgroups of 8
+const uint MAX_SUBGROUPS = 256;  // 1024 invocations in subgroups of 4
 shared uint subgroup_counts[MAX_SUBGROUPS];
 
 void main() {

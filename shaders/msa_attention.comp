@@ -33,7 +33,7 @@ layout(push_constant) uniform Push { MsaAttentionParams p; };
 shared vec4 q_tile[HEADS * HEAD_DIM_K / 4];
 shared float probs[HEADS * CHUNK];
 shared vec4 slice_sums[KEY_SLICES * HEADS * DIM_THREADS];
-shared float head_partials[HEADS * CHUNK / 8];  // per head and subgroup (subgroups of 8 or more lanes)
+shared float head_partials[HEADS * CHUNK / 4];  // per head and subgroup (subgroups of 4 or more lanes)
 
 // The tile's logits folded into each head's running max and sum: rescale = e^(old max - new max)
 // for what came before, prob = e^(logit - new max) for this tile. Every head is reduced at once, so

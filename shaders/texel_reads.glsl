@@ -3,10 +3,10 @@
 // word a scalar load per lane). Indices count words, pairs of words or vec4s.
 #ifndef TEXEL_READS_GLSL
 #define TEXEL_READS_GLSL
-uint texel_word(usamplerBuffer texels, uint word) { return texelFetch(texels, int(word >> 2))[word & 3u]; }
-uvec2 texel_pair(usamplerBuffer texels, uint pair) {
+uint texel_word(utextureBuffer texels, uint word) { return texelFetch(texels, int(word >> 2))[word & 3u]; }
+uvec2 texel_pair(utextureBuffer texels, uint pair) {
     const uvec4 quad = texelFetch(texels, int(pair >> 1));
     return (pair & 1u) != 0u ? quad.zw : quad.xy;
 }
-vec4 texel_vec4(usamplerBuffer texels, uint i) { return uintBitsToFloat(texelFetch(texels, int(i))); }
+vec4 texel_vec4(utextureBuffer texels, uint i) { return uintBitsToFloat(texelFetch(texels, int(i))); }
 #endif

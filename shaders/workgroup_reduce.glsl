@@ -3,8 +3,9 @@
 // gets the same result, summed or compared in the same order.
 #include "subgroup_ops.glsl"
 
-// 1024 invocations (the most any device allows) in subgroups of 8 (the smallest we meet: lavapipe).
-const uint REDUCE_MAX_SUBGROUPS = 128;
+// 1024 invocations (the most any device allows) in subgroups of 4 (the smallest vkllm accepts: lavapipe
+// on 128-bit SIMD such as arm64).
+const uint REDUCE_MAX_SUBGROUPS = 256;
 shared float reduce_values[REDUCE_MAX_SUBGROUPS];
 shared uint reduce_indices[REDUCE_MAX_SUBGROUPS];
 

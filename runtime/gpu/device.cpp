@@ -71,6 +71,9 @@ std::string missing_requirements(const Capabilities& caps, bool compile_only) {
         return "it lacks basic subgroup operations in compute shaders" + profile;
     if (caps.null_hardware && !compile_only)
         return "it is null hardware, a driver that only compiles (RADV_FORCE_FAMILY): see 'vkllm shaders'";
+    // Kernels keep one shared-memory partial per subgroup, sized for subgroups of 4 lanes or more.
+    if (caps.min_subgroup_size < 4)
+        return fmt::format("its subgroups of {} lanes are below the 4 vkllm needs", caps.min_subgroup_size) + profile;
     return {};
 }
 

@@ -118,12 +118,10 @@ uint32_t type_bytes(std::string_view name, const Module& m, uint32_t id, int dep
     }
 }
 
-// A `uniform usamplerBuffer`: the one image type vkllm binds, always as 32-bit uint texels.
+// A `uniform utextureBuffer`: the one image type vkllm binds, always as 32-bit uint texels. Not a
+// usamplerBuffer: SPIR-V 1.6 forbids a sampled image of Dim Buffer, and Mesa 25 warns about it.
 bool is_uint_texel_buffer(const Module& m, uint32_t type_id) {
-    auto sampled = m.types.find(type_id);
-    if (sampled == m.types.end() || sampled->second.op != SpvOpTypeSampledImage || sampled->second.operands.empty())
-        return false;
-    auto image = m.types.find(sampled->second.operands[0]);
+    auto image = m.types.find(type_id);
     if (image == m.types.end() || image->second.op != SpvOpTypeImage || image->second.operands.size() < 6) return false;
     const std::vector<uint32_t>& o = image->second.operands;  // sampled type, dim, depth, arrayed, MS, sampled
     auto component = m.types.find(o[0]);
@@ -159,7 +157,7 @@ ShaderInfo reflect(std::string_view name, std::span<const uint32_t> spirv) {
             storage != SpvStorageClassUniformConstant)
             continue;
         if (storage == SpvStorageClassUniformConstant && !is_uint_texel_buffer(m, pointer->second.operands[1]))
-            fail("shader '{}' uses images or samplers other than a usamplerBuffer", name);
+            fail("shader '{}' uses images or samplers other than a utextureBuffer", name);
         auto set = m.sets.find(id);
         auto binding = m.bindings.find(id);
         if (set == m.sets.end() || binding == m.bindings.end()) fail("shader '{}': a buffer without a binding", name);

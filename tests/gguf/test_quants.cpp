@@ -14,6 +14,14 @@
 
 using namespace vkllm::gguf;
 
+// The compiler's IEEE half type: g++ 12 has no C++ _Float16 on aarch64 (only x86), though it defines
+// __FLT16_MANT_DIG__ there; aarch64's __fp16 is IEEE binary16 converted by one fcvt.
+#if defined(__aarch64__)
+#define COMPILER_HALF __fp16
+#elif defined(__FLT16_MANT_DIG__)
+#define COMPILER_HALF _Float16
+#endif
+
 namespace {
 
 constexpr GgmlType reference_types[] = {GgmlType::F32,  GgmlType::F16,  GgmlType::BF16, GgmlType::Q4_0,
@@ -68,12 +76,12 @@ TEST_CASE("fp16: f32 values between two halves round to the nearer, ties to even
     CHECK(fp32_to_fp16(-INFINITY) == 0xFC00);
     CHECK(fp32_to_fp16(1e-30f) == 0);
     CHECK(fp32_to_fp16(-0.0f) == 0x8000);
-#ifdef __FLT16_MANT_DIG__
+#ifdef COMPILER_HALF
     std::mt19937 rng(3);
     for (int i = 0; i < 1000000; ++i) {  // the compiler's own conversion, on arbitrary bit patterns
         const float f = std::bit_cast<float>(uint32_t(rng()));
         if (std::isnan(f)) continue;
-        if (fp32_to_fp16(f) != std::bit_cast<uint16_t>(static_cast<_Float16>(f)))
+        if (fp32_to_fp16(f) != std::bit_cast<uint16_t>(static_cast<COMPILER_HALF>(f)))
             FAIL_CHECK("f32 bits " << std::bit_cast<uint32_t>(f));
     }
 #endif
