@@ -104,15 +104,15 @@ VKLLM_PARAMS_STRUCT(KvWriteParams) {
 
 // Attention of q (n_tokens rows of q_stride floats, each starting with n_head heads of head_dim_k)
 // over a cache of n_cells cells (key indices as shaders/attn_keys.glsl maps them to positions and
-// cells). Decode splits the keys into n_chunks workgroups; prefill runs passes over key indices
-// key_begin .. key_end - 1.
+// cells). Decode splits each query's visible keys over workgroups of at least worker_keys keys;
+// prefill runs passes over key indices key_begin .. key_end - 1.
 VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint n_tokens;
     uint q_stride;  // a multiple of 4
     uint n_head;
     uint n_head_kv;
     uint n_cells;
-    uint n_chunks;
+    uint worker_keys;
     uint key_begin;
     uint key_end;
     uint n_swa;  // 0: no sliding window
@@ -122,6 +122,20 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint v_row;     // values from one cell's V row to the next: n_head_kv * head_dim_v, or the K row
                     // when V is each K row's first head_dim_v values (MLA's latent)
 } VKLLM_PARAMS_END(AttentionParams, 52);
+
+// Prefill attention's pass arguments (shaders/attn_prefill_spans.comp): n_spans passes of span_keys key
+// indices below key_end, each groups_x x groups_y workgroups where some query sees a key in it.
+VKLLM_PARAMS_STRUCT(AttentionSpanParams) {
+    uint n_tokens;
+    uint n_cells;
+    uint n_swa;
+    uint causal;
+    uint span_keys;
+    uint n_spans;
+    uint key_end;
+    uint groups_x;
+    uint groups_y;
+} VKLLM_PARAMS_END(AttentionSpanParams, 36);
 
 // MiniMax sparse attention (runtime/ops/sparse_attention.h). Block scores: for each token and index
 // head, the max over each block of block_size cells of index query . index key (cells past the

@@ -1,7 +1,8 @@
-// vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep]: GB/s of each matvec kernel on a
-// rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of the same device
-// measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers and through
-// texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
+// vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only matvec|attention]:
+// GB/s of each matvec kernel on a rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of
+// the same device measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers
+// and through texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
+// Then decode attention with the 1B llama's heads over a few cache fills, in GB/s of the cache read.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -17,6 +18,7 @@
 #include "gpu/pipeline.h"
 #include "gpu/timing.h"
 #include "gpu/transfer.h"
+#include "ops/attention.h"
 #include "ops/matvec.h"
 #include "params.h"
 
@@ -26,10 +28,13 @@ namespace {
 struct Options {
     uint32_t rows = 4096, cols = 4096, repeat = 20;
     bool sweep = false;     // every launch shape, not only the device's default
+    bool fastest = false;   // the fastest run rather than the median (on a machine shared with other work)
     std::string type;       // only this weight type ("q4_K"); empty: all
+    std::string only;       // only this section ("matvec", "attention"); empty: all
 };
 
-constexpr const char* usage = "usage: vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep]";
+constexpr const char* usage =
+    "usage: vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only matvec|attention]";
 
 uint32_t parse_count(std::string_view flag, std::string_view text) {
     uint32_t value = 0;
@@ -43,8 +48,8 @@ Options parse_options(Args args) {
     Options options;
     for (size_t i = 0; i < args.size(); ++i) {
         std::string_view flag = args[i];
-        if (flag == "--sweep") {
-            options.sweep = true;
+        if (flag == "--sweep" || flag == "--fastest") {
+            (flag == "--sweep" ? options.sweep : options.fastest) = true;
             continue;
         }
         if (i + 1 == args.size()) fail("{}: missing value ({})", flag, usage);
@@ -53,14 +58,21 @@ Options parse_options(Args args) {
         else if (flag == "--cols") options.cols = parse_count(flag, value);
         else if (flag == "--repeat") options.repeat = parse_count(flag, value);
         else if (flag == "--type") options.type = value;
+        else if (flag == "--only" && (value == "matvec" || value == "attention")) options.only = value;
         else fail("unknown option '{}' ({})", flag, usage);
     }
     return options;
 }
 
-// Median milliseconds of `repeat` runs of the recorded work, each its own timestamp region, after
-// one untimed run that touches every page.
-double median_ms(gpu::Device& device, uint32_t repeat, const auto& record) {
+struct Timing {
+    uint32_t repeat;
+    bool fastest;
+};
+
+// Median (or with --fastest, least) milliseconds of `repeat` runs of the recorded work, each its own
+// timestamp region, after one untimed run that touches every page.
+double run_ms(gpu::Device& device, Timing timing, const auto& record) {
+    const uint32_t repeat = timing.repeat;
     gpu::Commands warm_up(device);
     record(warm_up);
     warm_up.submit_and_wait();
@@ -76,6 +88,7 @@ double median_ms(gpu::Device& device, uint32_t repeat, const auto& record) {
     commands.submit_and_wait();
     std::vector<double> ms;
     for (const auto& region : timestamps.read()) ms.push_back(region.milliseconds);
+    if (timing.fastest) return *std::ranges::min_element(ms);
     std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
     return ms[ms.size() / 2];
 }
@@ -96,7 +109,7 @@ struct Ceiling {
 
 // The streaming ceiling over `bytes`: the read kernel (16 uvec4s per invocation, both patterns,
 // both read paths) and vkCmdCopyBuffer.
-Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) {
+Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, Timing timing) {
     gpu::Buffer source = device.allocator().create(bytes, gpu::MemoryDomain::Device);
     gpu::Buffer target = device.allocator().create(bytes, gpu::MemoryDomain::Device);
     const uint32_t count = uint32_t(bytes / 16), per_invocation = 16;
@@ -107,7 +120,7 @@ Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) 
         dispatch.params(params::BenchReadParams{count, per_invocation, contiguous});
         dispatch.groups = {read.groups_x((count + per_invocation - 1) / per_invocation), 1, 1};
         if (dispatch.groups[0] > device.caps().max_workgroup_count[0]) fail("bench-ops: the weight is too large");
-        return median_ms(device, repeat, [&](gpu::Commands& c) { c.record(dispatch); });
+        return run_ms(device, timing, [&](gpu::Commands& c) { c.record(dispatch); });
     };
 
     gpu::Commands fill(device);
@@ -119,7 +132,7 @@ Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) 
         rate.interleaved = gb_per_s(bytes, read_ms(false, texel));
         rate.contiguous = gb_per_s(bytes, read_ms(true, texel));
     }
-    double copy_ms = median_ms(device, repeat, [&](gpu::Commands& c) { c.copy(source.range(), target.range()); });
+    double copy_ms = run_ms(device, timing, [&](gpu::Commands& c) { c.copy(source.range(), target.range()); });
     ceiling.copy = gb_per_s(2 * bytes, copy_ms);
     return ceiling;
 }
@@ -171,23 +184,46 @@ std::string describe(const ops::MatvecConfig& config) {
                        config.rows_per_team);
 }
 
-}  // namespace
+// Decode attention of one query at position keys - 1 in a cache of n_cells f16 cells, with the 1B
+// llama's heads (32 of 64 dims over 8 KV heads): median ms and the GB/s of the K and V rows it reads.
+void bench_attention(gpu::Device& device, uint32_t keys, uint32_t n_cells, Timing timing) {
+    const ops::AttentionConfig config{.n_head = 32, .n_head_kv = 8, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f};
+    const ops::AttentionShape shape{.n_tokens = 1, .n_cells = n_cells, .kv_type = ops::KvType::F16};
+    const uint32_t row = config.n_head_kv * config.head_dim_k;
+    gpu::Allocator& allocator = device.allocator();
+    gpu::Buffer q = allocator.create(config.n_head * config.head_dim_k * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer k = allocator.create(ops::kv_cache_bytes(shape.kv_type, n_cells, row), gpu::MemoryDomain::Device);
+    gpu::Buffer v = allocator.create(ops::kv_cache_bytes(shape.kv_type, n_cells, row), gpu::MemoryDomain::Device);
+    gpu::Buffer out = allocator.create(config.n_head * config.head_dim_v * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer scratch = allocator.create(ops::attention_decode_scratch_bytes(config, shape), gpu::MemoryDomain::Device);
+    gpu::Buffer counters = allocator.create(ops::attention_decode_counter_bytes(config, shape), gpu::MemoryDomain::Device);
+    gpu::Buffer positions = allocator.create(4, gpu::MemoryDomain::DeviceMapped);
+    const int32_t position = int32_t(keys) - 1;
+    positions.write(0, std::as_bytes(std::span(&position, 1)));
+    gpu::Commands fill(device);
+    fill.fill(q.range(), 0x3c000000u).fill(k.range(), 0x3c003c00u).fill(v.range(), 0x3c003c00u).fill(counters.range(), 0);
+    fill.submit_and_wait();
+    const std::vector<gpu::Dispatch> dispatches = ops::attention_decode(
+        device, config, shape, {q.range(), k.range(), v.range(), positions.range(), out.range(), scratch.range(), counters.range()});
+    const double ms = run_ms(device, timing, [&](gpu::Commands& c) {
+        for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+    });
+    const uint64_t bytes = 2 * ops::kv_cache_bytes(shape.kv_type, keys, row);
+    std::printf("  %-18s %6u keys of %6u cells %9.2f %9.3f %9.2f\n", "attn_decode_f16", keys, n_cells,
+                double(bytes) / (1 << 20), ms, gb_per_s(bytes, ms));
+}
 
-int bench_ops(Args args) {
-    const Options options = parse_options(args);
-    gpu::Instance instance;
-    gpu::Device device(instance);
+void bench_matvecs(gpu::Device& device, const Options& options) {
     const gpu::Capabilities& caps = device.caps();
-    std::printf("device: %s (%s)\n", caps.name.c_str(), caps.type_name().c_str());
-
     const uint64_t stream_bytes = uint64_t(options.rows) * options.cols * 4;
     const Ceiling ceiling = streaming_ceiling(
-        device, std::min<uint64_t>(stream_bytes, device.allocator().max_binding_range()), options.repeat);
+        device, std::min<uint64_t>(stream_bytes, device.allocator().max_binding_range()), {options.repeat, options.fastest});
     std::printf("streaming ceiling: read kernel through storage buffers %.2f GB/s (interleaved %.2f, contiguous "
                 "%.2f), through texel buffers %.2f GB/s (%.2f, %.2f); vkCmdCopyBuffer %.2f GB/s (read + write)\n",
                 ceiling.storage.best(), ceiling.storage.interleaved, ceiling.storage.contiguous, ceiling.texel.best(),
                 ceiling.texel.interleaved, ceiling.texel.contiguous, ceiling.copy);
-    std::printf("matvec %u x %u, median of %u runs:\n", options.rows, options.cols, options.repeat);
+    std::printf("matvec %u x %u, %s of %u runs:\n", options.rows, options.cols, options.fastest ? "fastest" : "median",
+                options.repeat);
     std::printf("  %-18s %-24s %9s %9s %9s %8s\n", "pipeline", "launch", "MiB", "ms", "GB/s", "of read");
 
     std::vector<float> x(options.cols, 0.5f), y(options.rows, 0.0f);
@@ -201,7 +237,7 @@ int bench_ops(Args args) {
         for (const ops::MatvecConfig& config : launch_shapes(caps, traits.type, options)) {
             std::vector<gpu::Dispatch> dispatches =
                 ops::matvec(device, matrix, x_buffer.range(), y_buffer.range(), false, config);
-            double ms = median_ms(device, options.repeat, [&](gpu::Commands& c) {
+            double ms = run_ms(device, {options.repeat, options.fastest}, [&](gpu::Commands& c) {
                 for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
             });
             const double gbs = gb_per_s(weights.size(), ms);
@@ -209,6 +245,25 @@ int bench_ops(Args args) {
                         ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(),
                         double(weights.size()) / (1 << 20), ms, gbs, 100.0 * gbs / ceiling.read(config.texel_reads));
         }
+    }
+}
+
+}  // namespace
+
+int bench_ops(Args args) {
+    const Options options = parse_options(args);
+    gpu::Instance instance;
+    gpu::Device device(instance);
+    const gpu::Capabilities& caps = device.caps();
+    std::printf("device: %s (%s)\n", caps.name.c_str(), caps.type_name().c_str());
+
+    if (options.only != "attention") bench_matvecs(device, options);
+    if (options.only != "matvec") {
+        std::printf("decode attention, 1B llama heads, f16 cache, %s of %u runs:\n", options.fastest ? "fastest" : "median",
+                    options.repeat);
+        std::printf("  %-18s %-29s %9s %9s %9s\n", "pipeline", "context", "MiB", "ms", "GB/s");
+        for (auto [keys, cells] : {std::pair{64u, 64u}, {4096u, 4096u}, {64u, 131072u}, {4096u, 131072u}})
+            bench_attention(device, keys, cells, {options.repeat, options.fastest});
     }
     return 0;
 }
