@@ -168,14 +168,16 @@ VKLLM_PARAMS_STRUCT(MsaAttentionParams) {
 // accumulate = 1: y += W x (the residual add fused in); a flag rather than a specialization, so one
 // compiled pipeline serves both (lavapipe compiles each pipeline for up to a second).
 // matvec: x [cols], y [rows]; the kernel's INPUT specialization may form its input from x first
-// (an RMSNorm with eps, or a GLU of x = [gate | up]).
+// (an RMSNorm with eps, or a GLU of x = [gate | up]). With TOKENS vectors: x [TOKENS][cols], y
+// [TOKENS][rows].
 VKLLM_PARAMS_STRUCT(MatvecParams) {
     uint cols;
+    uint rows;  // of the whole matrix: y's stride between tokens
     uint row_count;
     uint row_offset;
     uint accumulate;
     float eps;  // INPUT_RMS_NORM
-} VKLLM_PARAMS_END(MatvecParams, 20);
+} VKLLM_PARAMS_END(MatvecParams, 24);
 
 // matmul: x [n_tokens][cols], y [n_tokens][rows] (each token's vector contiguous, as ggml_mul_mat);
 // sums over the 32-column units unit_begin .. unit_end - 1 of k (long rows take several dispatches).

@@ -2,7 +2,9 @@
 // GB/s of each matvec kernel on a rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of
 // the same device measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers
 // and through texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
-// Then decode attention with the 1B llama's heads over a few cache fills, in GB/s of the cache read.
+// Then the device's matvec of each type on 2, 4 and 8 vectors at once (matvec_batch, a server's decode
+// step) next to matmul on as many, in time per batch against one vector's; then decode attention with
+// the 1B llama's heads over a few cache fills, in GB/s of the cache read.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "gpu/timing.h"
 #include "gpu/transfer.h"
 #include "ops/attention.h"
+#include "ops/matmul.h"
 #include "ops/matvec.h"
 #include "params.h"
 
@@ -226,24 +229,39 @@ void bench_matvecs(gpu::Device& device, const Options& options) {
                 options.repeat);
     std::printf("  %-18s %-24s %9s %9s %9s %8s\n", "pipeline", "launch", "MiB", "ms", "GB/s", "of read");
 
-    std::vector<float> x(options.cols, 0.5f), y(options.rows, 0.0f);
-    gpu::Buffer x_buffer = device.allocator().create(x.size() * 4, gpu::MemoryDomain::Device);
-    gpu::Buffer y_buffer = device.allocator().create(y.size() * 4, gpu::MemoryDomain::Device);
+    const uint64_t vectors = ops::matvec_max_tokens;
+    gpu::Buffer x_buffer = device.allocator().create(vectors * options.cols * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer y_buffer = device.allocator().create(vectors * options.rows * 4, gpu::MemoryDomain::Device);
+    gpu::Commands fill(device);
+    fill.fill(x_buffer.range(), 0x3f000000u).fill(y_buffer.range(), 0);
+    fill.submit_and_wait();
+    auto time = [&](const std::vector<gpu::Dispatch>& dispatches) {
+        return run_ms(device, {options.repeat, options.fastest}, [&](gpu::Commands& c) {
+            for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+        });
+    };
     for (const gguf::TypeTraits& traits : gguf::type_table) {
         if (!traits.runs_on_vkllm || (!options.type.empty() && traits.name != options.type)) continue;
         ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
         gpu::Buffer weights = make_weights(device, traits.type, options);
         const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
+        const double mib = double(weights.size()) / (1 << 20);
+        double one_ms = 0;  // the device's launch on one vector
         for (const ops::MatvecConfig& config : launch_shapes(caps, traits.type, options)) {
-            std::vector<gpu::Dispatch> dispatches =
-                ops::matvec(device, matrix, x_buffer.range(), y_buffer.range(), false, config);
-            double ms = run_ms(device, {options.repeat, options.fastest}, [&](gpu::Commands& c) {
-                for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
-            });
+            const double ms = time(ops::matvec(device, matrix, x_buffer.range(), y_buffer.range(), false, config));
+            if (one_ms == 0) one_ms = ms;
             const double gbs = gb_per_s(weights.size(), ms);
             std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %7.0f%%\n",
-                        ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(),
-                        double(weights.size()) / (1 << 20), ms, gbs, 100.0 * gbs / ceiling.read(config.texel_reads));
+                        ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(), mib, ms,
+                        gbs, 100.0 * gbs / ceiling.read(config.texel_reads));
+        }
+        const std::string name = ops::matvec_pipeline_name(traits.type, ops::matvec_config(caps, traits.type, options.cols));
+        for (uint32_t n : {2u, 4u, ops::matvec_max_tokens}) {  // "x one" is the batch's time over one vector's
+            const double batch_ms = time(ops::matvec_batch(device, matrix, x_buffer.range(), y_buffer.range(), n, false));
+            const double matmul_ms = time(ops::matmul(device, matrix, x_buffer.range(), y_buffer.range(), n, false));
+            std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %6.2fx one; matmul %.3f ms\n", name.c_str(),
+                        fmt::format("{} vectors", n).c_str(), mib, batch_ms, gb_per_s(weights.size(), batch_ms),
+                        batch_ms / one_ms, matmul_ms);
         }
     }
 }
