@@ -199,6 +199,13 @@ VKLLM_PARAMS_STRUCT(BenchReadParams) {
     uint contiguous;
 } VKLLM_PARAMS_END(BenchReadParams, 12);
 
+// bench_fma (vkllm bench-ops): `iterations` rounds of FMA chains per invocation.
+VKLLM_PARAMS_STRUCT(BenchFmaParams) {
+    uint iterations;
+    float multiplier;
+    float addend;
+} VKLLM_PARAMS_END(BenchFmaParams, 12);
+
 // copy_rows: a block of `width` columns of `rows` rows between row-major layouts (floats).
 VKLLM_PARAMS_STRUCT(CopyRowsParams) {
     uint width;

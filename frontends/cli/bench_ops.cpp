@@ -1,10 +1,12 @@
-// vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only matvec|attention]:
+// vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only SECTION]:
 // GB/s of each matvec kernel on a rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of
 // the same device measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers
 // and through texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
 // Then the device's matvec of each type on 2, 4 and 8 vectors at once (matvec_batch, a server's decode
-// step) next to matmul on as many, in time per batch against one vector's; then decode attention with
-// the 1B llama's heads over a few cache fills, in GB/s of the cache read.
+// step) next to matmul on as many, in time per batch against one vector's; the arithmetic ceiling (an
+// FMA-bound kernel, f32 and f16 where the device has fp16 arithmetic) with each type's matmul on 64
+// tokens as a fraction of its variant's; then decode attention with the 1B llama's heads over a few
+// cache fills, in GB/s of the cache read.
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -33,11 +35,11 @@ struct Options {
     bool sweep = false;     // every launch shape, not only the device's default
     bool fastest = false;   // the fastest run rather than the median (on a machine shared with other work)
     std::string type;       // only this weight type ("q4_K"); empty: all
-    std::string only;       // only this section ("matvec", "attention"); empty: all
+    std::string only;       // only this section ("matvec", "arithmetic", "attention"); empty: all
 };
 
 constexpr const char* usage =
-    "usage: vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only matvec|attention]";
+    "usage: vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only matvec|arithmetic|attention]";
 
 uint32_t parse_count(std::string_view flag, std::string_view text) {
     uint32_t value = 0;
@@ -61,7 +63,8 @@ Options parse_options(Args args) {
         else if (flag == "--cols") options.cols = parse_count(flag, value);
         else if (flag == "--repeat") options.repeat = parse_count(flag, value);
         else if (flag == "--type") options.type = value;
-        else if (flag == "--only" && (value == "matvec" || value == "attention")) options.only = value;
+        else if (flag == "--only" && (value == "matvec" || value == "arithmetic" || value == "attention"))
+            options.only = value;
         else fail("unknown option '{}' ({})", flag, usage);
     }
     return options;
@@ -216,6 +219,52 @@ void bench_attention(gpu::Device& device, uint32_t keys, uint32_t n_cells, Timin
                 double(bytes) / (1 << 20), ms, gb_per_s(bytes, ms));
 }
 
+// GFLOP/s of the FMA-bound kernel: 256 workgroups of 64 invocations, 512 iterations of 128 FMAs each.
+double fma_gflops(gpu::Device& device, bool float16, Timing timing) {
+    const uint32_t groups = 256, invocations = groups * 64, iterations = 512, fmas_per_iteration = 128;
+    const gpu::Pipeline& fma = device.pipelines().get(float16 ? "bench_fma_f16" : "bench_fma_f32", {{0, 64}});
+    gpu::Buffer sums = device.allocator().create(uint64_t(invocations) * 4, gpu::MemoryDomain::Device);
+    gpu::Dispatch dispatch{.pipeline = &fma};
+    dispatch.bindings = {{sums.range(), gpu::Access::Write}};
+    dispatch.params(params::BenchFmaParams{iterations, 0.999f, 0.001f});
+    dispatch.groups = {groups, 1, 1};
+    const double ms = run_ms(device, timing, [&](gpu::Commands& c) { c.record(dispatch); });
+    return 2.0 * invocations * iterations * fmas_per_iteration / (ms * 1e6);
+}
+
+// Each type's matmul on 64 tokens (the device's launch) as a fraction of the arithmetic ceiling of
+// its variant (f16 or f32).
+void bench_arithmetic(gpu::Device& device, const Options& options) {
+    const gpu::Capabilities& caps = device.caps();
+    const Timing timing{options.repeat, options.fastest};
+    const double f32 = fma_gflops(device, false, timing), f16 = caps.use_float16() ? fma_gflops(device, true, timing) : 0;
+    std::printf("arithmetic ceiling: f32 FMA %.1f GFLOP/s", f32);
+    if (f16 > 0) std::printf(", f16 FMA %.1f GFLOP/s", f16);
+    std::printf("\nmatmul %u x %u on 64 tokens, %s of %u runs:\n", options.rows, options.cols,
+                options.fastest ? "fastest" : "median", options.repeat);
+    std::printf("  %-24s %9s %9s %8s\n", "pipeline", "ms", "GFLOP/s", "of FMA");
+    const uint32_t n_tokens = 64;
+    gpu::Buffer x = device.allocator().create(uint64_t(n_tokens) * options.cols * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer y = device.allocator().create(uint64_t(n_tokens) * options.rows * 4, gpu::MemoryDomain::Device);
+    gpu::Commands fill(device);
+    fill.fill(x.range(), 0x3f000000u).fill(y.range(), 0);
+    fill.submit_and_wait();
+    for (const gguf::TypeTraits& traits : gguf::type_table) {
+        if (!traits.runs_on_vkllm || (!options.type.empty() && traits.name != options.type)) continue;
+        ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
+        gpu::Buffer weights = make_weights(device, traits.type, options);
+        const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
+        const ops::MatmulConfig config = ops::matmul_config(caps, traits.type);
+        const std::vector<gpu::Dispatch> dispatches = ops::matmul(device, matrix, x.range(), y.range(), n_tokens, false);
+        const double ms = run_ms(device, timing, [&](gpu::Commands& c) {
+            for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+        });
+        const double gflops = 2.0 * options.rows * options.cols * n_tokens / (ms * 1e6);
+        std::printf("  %-24s %9.3f %9.1f %7.0f%%\n", ops::matmul_pipeline_name(traits.type, config).c_str(), ms, gflops,
+                    100.0 * gflops / (config.float16 ? f16 : f32));
+    }
+}
+
 void bench_matvecs(gpu::Device& device, const Options& options) {
     const gpu::Capabilities& caps = device.caps();
     const uint64_t stream_bytes = uint64_t(options.rows) * options.cols * 4;
@@ -275,8 +324,9 @@ int bench_ops(Args args) {
     const gpu::Capabilities& caps = device.caps();
     std::printf("device: %s (%s)\n", caps.name.c_str(), caps.type_name().c_str());
 
-    if (options.only != "attention") bench_matvecs(device, options);
-    if (options.only != "matvec") {
+    if (options.only.empty() || options.only == "matvec") bench_matvecs(device, options);
+    if (options.only.empty() || options.only == "arithmetic") bench_arithmetic(device, options);
+    if (options.only.empty() || options.only == "attention") {
         std::printf("decode attention, 1B llama heads, f16 cache, %s of %u runs:\n", options.fastest ? "fastest" : "median",
                     options.repeat);
         std::printf("  %-18s %-29s %9s %9s %9s\n", "pipeline", "context", "MiB", "ms", "GB/s");
