@@ -4,34 +4,67 @@
 set(VKLLM_SHADER_DIR ${CMAKE_CURRENT_LIST_DIR}/../shaders)
 set(VKLLM_EMBED_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/EmbedSpirv.cmake)
 
-# vkllm_shader(NAME SOURCE [DEFINES D=V ...]): one pipeline named NAME compiled from SOURCE.
-# Appends the generated source to VKLLM_SHADER_SOURCES and the name to VKLLM_SHADER_NAMES.
+# Whether SOURCE, or a file it includes, includes subgroup_ops.glsl. Configuration reruns when any of
+# them changes.
+function(vkllm_uses_subgroup_ops source out)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${VKLLM_SHADER_DIR}/${source})
+  file(STRINGS ${VKLLM_SHADER_DIR}/${source} lines REGEX "^#include \"")
+  set(found FALSE)
+  foreach(line IN LISTS lines)
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
+    if(included STREQUAL "subgroup_ops.glsl")
+      set(found TRUE)
+    else()
+      vkllm_uses_subgroup_ops(${included} nested)
+      if(nested)
+        set(found TRUE)
+      endif()
+    endif()
+  endforeach()
+  set(${out} ${found} PARENT_SCOPE)
+endfunction()
+
+# vkllm_shader(NAME SOURCE [DEFINES D=V ...]): one pipeline named NAME compiled from SOURCE, and when
+# the source uses subgroup_ops.glsl a second, NAME_basic (SUBGROUP_BASIC: basic subgroup operations
+# only), that the pipeline cache takes for NAME on devices without subgroup arithmetic or ballots.
+# Appends the generated sources to VKLLM_SHADER_SOURCES and the names to VKLLM_SHADER_NAMES.
 function(vkllm_shader name source)
   cmake_parse_arguments(ARG "" "" "DEFINES" ${ARGN})
   set(src ${VKLLM_SHADER_DIR}/${source})
-  set(spv ${CMAKE_CURRENT_BINARY_DIR}/spv/${name}.spv)
-  set(cpp ${CMAKE_CURRENT_BINARY_DIR}/embedded/${name}.cpp)
-  set(defines)
-  foreach(d IN LISTS ARG_DEFINES)
-    list(APPEND defines -D${d})
+  set(variants ${name})
+  set(defines_${name} ${ARG_DEFINES})
+  vkllm_uses_subgroup_ops(${source} uses_subgroup_ops)
+  if(uses_subgroup_ops)
+    list(APPEND variants ${name}_basic)
+    set(defines_${name}_basic ${ARG_DEFINES} SUBGROUP_BASIC=1)
+  endif()
+  foreach(variant IN LISTS variants)
+    set(spv ${CMAKE_CURRENT_BINARY_DIR}/spv/${variant}.spv)
+    set(cpp ${CMAKE_CURRENT_BINARY_DIR}/embedded/${variant}.cpp)
+    set(defines)
+    foreach(d IN LISTS defines_${variant})
+      list(APPEND defines -D${d})
+    endforeach()
+    add_custom_command(
+      OUTPUT ${spv}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spv
+      COMMAND ${GLSLC} --target-env=vulkan1.2 -O -Werror ${defines} -I${VKLLM_SHADER_DIR}
+              -MD -MF ${spv}.d -o ${spv} ${src}
+      COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv}
+      DEPENDS ${src}
+      DEPFILE ${spv}.d
+      COMMENT "glslc ${variant}"
+      VERBATIM)
+    add_custom_command(
+      OUTPUT ${cpp}
+      COMMAND ${CMAKE_COMMAND} -DNAME=${variant} -DSPV=${spv} -DOUT=${cpp} -P ${VKLLM_EMBED_SCRIPT}
+      DEPENDS ${spv} ${VKLLM_EMBED_SCRIPT}
+      VERBATIM)
+    list(APPEND VKLLM_SHADER_SOURCES ${cpp})
+    list(APPEND VKLLM_SHADER_NAMES ${variant})
   endforeach()
-  add_custom_command(
-    OUTPUT ${spv}
-    COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spv
-    COMMAND ${GLSLC} --target-env=vulkan1.2 -O -Werror ${defines} -I${VKLLM_SHADER_DIR}
-            -MD -MF ${spv}.d -o ${spv} ${src}
-    COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv}
-    DEPENDS ${src}
-    DEPFILE ${spv}.d
-    COMMENT "glslc ${name}"
-    VERBATIM)
-  add_custom_command(
-    OUTPUT ${cpp}
-    COMMAND ${CMAKE_COMMAND} -DNAME=${name} -DSPV=${spv} -DOUT=${cpp} -P ${VKLLM_EMBED_SCRIPT}
-    DEPENDS ${spv} ${VKLLM_EMBED_SCRIPT}
-    VERBATIM)
-  set(VKLLM_SHADER_SOURCES ${VKLLM_SHADER_SOURCES} ${cpp} PARENT_SCOPE)
-  set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} ${name} PARENT_SCOPE)
+  set(VKLLM_SHADER_SOURCES ${VKLLM_SHADER_SOURCES} PARENT_SCOPE)
+  set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} PARENT_SCOPE)
 endfunction()
 
 # A kernel reading weights, a KV cache or matvec inputs: NAME reads them from storage buffers,

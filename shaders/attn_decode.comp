@@ -13,10 +13,9 @@
 // inside a block are unrolled, so an invocation's loop count is its blocks (lavapipe's loop cap).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
-#extension GL_KHR_shader_subgroup_ballot : require
 #include "params.h"
 layout(local_size_x_id = 0) in;  // = LANES: one subgroup
+#include "subgroup_ops.glsl"
 #include "ops_common.glsl"
 #define K_BINDING 1
 #define V_BINDING 2

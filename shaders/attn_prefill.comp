@@ -160,7 +160,9 @@ void main() {
         [[unroll]] for (uint i = 0; i < ROWS_PER_THREAD; ++i) {
             const uint r = row_thread + i * ROW_THREADS;
             vec4 sum = acc[i] * row_rescale[r];
-            [[unroll]] for (uint j = 0; j < TILE_KEYS; ++j) sum += scores[r * TILE_KEYS + j] * vec4(kv_tile[j * DIM_THREADS + dim4]);
+            // Not unrolled: ACO hoists all TILE_KEYS score and value loads and spilled 58 VGPRs on
+            // gfx1100 (`vkllm shaders --stats`, docs/PERFORMANCE.md); looped it needs 48.
+            [[dont_unroll]] for (uint j = 0; j < TILE_KEYS; ++j) sum += scores[r * TILE_KEYS + j] * vec4(kv_tile[j * DIM_THREADS + dim4]);
             acc[i] = sum;
         }
     }

@@ -18,8 +18,6 @@
 // Partial sums meet through subgroupAdd, and through shared memory when a team spans several
 // subgroups. The host picks THREADS_PER_ROW so that no invocation loops more than a few thousand
 // times (lavapipe stops longer loops) and wide enough for the memory system of the device.
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "params.h"
 #include "glu.glsl"
 #include "unit_dot.glsl"

@@ -4,11 +4,10 @@
 // (positions from subgroup ballots, then per-subgroup offsets through shared memory). An expert's
 // list holds at most n_tokens entries (a token selects an expert once).
 #extension GL_GOOGLE_include_directive : require
-#extension GL_KHR_shader_subgroup_basic : require
-#extension GL_KHR_shader_subgroup_ballot : require
 #include "params.h"
 
 layout(local_size_x_id = 0) in;
+#include "subgroup_ops.glsl"
 
 layout(std430, binding = 0) readonly buffer Ids { uint ids[]; };
 layout(std430, binding = 1) writeonly buffer Counts { uint counts[]; };

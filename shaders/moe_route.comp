@@ -10,9 +10,9 @@
 // NaN is never selected; a round that finds no candidate (all NaN) writes expert 0 with weight NaN.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
-#include "workgroup_reduce.glsl"
 
 layout(local_size_x_id = 0) in;
+#include "workgroup_reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer Logits { float logits[]; };
 layout(std430, binding = 1) readonly buffer Bias { float bias[]; };  // read only with has_bias

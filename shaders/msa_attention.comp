@@ -7,9 +7,9 @@
 // dims. Invocations loop over top_k * ceil(block_size / CHUNK) tiles, whatever the cache length.
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
-#extension GL_KHR_shader_subgroup_arithmetic : require
 #include "params.h"
 layout(local_size_x_id = 0) in;  // = CHUNK: one key per invocation for the logits
+#include "subgroup_ops.glsl"
 #include "ops_common.glsl"
 #define K_BINDING 1
 #define V_BINDING 2

@@ -7,9 +7,9 @@
 // candidate ranked after round r-1's winner, so no candidate needs to be marked or stored.
 #extension GL_GOOGLE_include_directive : require
 #include "params.h"
-#include "workgroup_reduce.glsl"
 
 layout(local_size_x_id = 0) in;
+#include "workgroup_reduce.glsl"
 
 layout(std430, binding = 0) readonly buffer Values { float values[]; };
 #ifdef MERGE

@@ -1,7 +1,7 @@
 // Reductions over a 1-D workgroup: a subgroup reduction, then one partial per subgroup through
 // shared memory. Every invocation of the workgroup must call them (they contain barriers), and each
 // gets the same result, summed or compared in the same order.
-#extension GL_KHR_shader_subgroup_arithmetic : require
+#include "subgroup_ops.glsl"
 
 // 1024 invocations (the most any device allows) in subgroups of 8 (the smallest we meet: lavapipe).
 const uint REDUCE_MAX_SUBGROUPS = 128;
@@ -35,7 +35,7 @@ bool ranks_before(float value, uint index, float other_value, uint other_index) 
 }
 
 // The first of the workgroup's (value, index) candidates in that order: the largest value, then the
-// lowest index holding it (subgroup arithmetic only, which every device vkllm runs on has).
+// lowest index holding it (a subgroup max, then a min over the indices holding it).
 void workgroup_best(inout float value, inout uint index) {
     const float subgroup_value = subgroupMax(value);
     index = subgroupMin(value == subgroup_value ? index : 0xFFFFFFFFu);

@@ -90,6 +90,10 @@ gpu::Instance& instance() { return *context().instance; }
 gpu::Device& device() { return *context().device; }
 gpu::Transfer& transfer() { return *context().transfer; }
 
+Float32Kernels::Float32Kernels() : before_(device().caps().use_float16()) { device().enable_float16_kernels(false); }
+
+Float32Kernels::~Float32Kernels() { device().enable_float16_kernels(before_); }
+
 std::vector<float> random_floats(size_t count, uint64_t seed, float low, float high) {
     std::mt19937_64 engine(seed);
     std::vector<float> values(count);

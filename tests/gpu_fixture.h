@@ -30,6 +30,19 @@ private:
     uint64_t before_;
 };
 
+// fp32 kernels only while the object lives (what VKLLM_DISABLE_F16=1 gives a whole run), then the
+// shared device's choice again.
+class Float32Kernels {
+public:
+    Float32Kernels();
+    ~Float32Kernels();
+    Float32Kernels(const Float32Kernels&) = delete;
+    Float32Kernels& operator=(const Float32Kernels&) = delete;
+
+private:
+    bool before_;
+};
+
 std::vector<float> random_floats(size_t count, uint64_t seed, float low = -1.0f, float high = 1.0f);
 
 // ||got - want|| / ||want||, or infinity when either holds a NaN or an infinity.

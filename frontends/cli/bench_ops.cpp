@@ -8,8 +8,8 @@
 // tokens as a fraction of its variant's; then decode attention with the 1B llama's heads over a few
 // cache fills, in GB/s of the cache read.
 #include <algorithm>
-#include <charconv>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,12 +25,13 @@
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/matvec.h"
+#include "options.h"
 #include "params.h"
 
 namespace vkllm::cli {
 namespace {
 
-struct Options {
+struct Settings {
     uint32_t rows = 4096, cols = 4096, repeat = 20;
     bool sweep = false;     // every launch shape, not only the device's default
     bool fastest = false;   // the fastest run rather than the median (on a machine shared with other work)
@@ -38,36 +39,26 @@ struct Options {
     std::string only;       // only this section ("matvec", "arithmetic", "attention"); empty: all
 };
 
-constexpr const char* usage =
-    "usage: vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only matvec|arithmetic|attention]";
-
-uint32_t parse_count(std::string_view flag, std::string_view text) {
-    uint32_t value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size() || value == 0)
-        fail("{} {}: expected a positive integer", flag, text);
-    return value;
-}
-
-Options parse_options(Args args) {
-    Options options;
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string_view flag = args[i];
-        if (flag == "--sweep" || flag == "--fastest") {
-            (flag == "--sweep" ? options.sweep : options.fastest) = true;
-            continue;
-        }
-        if (i + 1 == args.size()) fail("{}: missing value ({})", flag, usage);
-        std::string_view value = args[++i];
-        if (flag == "--rows") options.rows = parse_count(flag, value);
-        else if (flag == "--cols") options.cols = parse_count(flag, value);
-        else if (flag == "--repeat") options.repeat = parse_count(flag, value);
-        else if (flag == "--type") options.type = value;
-        else if (flag == "--only" && (value == "matvec" || value == "arithmetic" || value == "attention"))
-            options.only = value;
-        else fail("unknown option '{}' ({})", flag, usage);
-    }
-    return options;
+// Settings from the command line, or nothing when --help was asked.
+std::optional<Settings> parse_settings(Args args) {
+    Settings settings;
+    Options parser("bench-ops", "[--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only SECTION]",
+                   "GB/s of each matvec kernel on a rows x cols weight, next to the device's streaming ceiling "
+                   "(a plain read kernel through storage and texel buffers, and vkCmdCopyBuffer), and on 2-8 "
+                   "vectors beside matmul; the FMA ceiling and each matmul's fraction of it; decode attention.");
+    parser.add("--rows", settings.rows, "N", "weight rows")
+        .add("--cols", settings.cols, "N", "weight columns")
+        .add("--repeat", settings.repeat, "N", "timed runs; the median is reported")
+        .add("--type", settings.type, "T", "only this weight type (q4_K, q8_0...); all when not given")
+        .flag("--sweep", settings.sweep, "every launch shape, not only the device's default")
+        .flag("--fastest", settings.fastest, "report the fastest run instead of the median (a shared machine)")
+        .add("--only", settings.only, "SECTION", "only matvec, arithmetic or attention; all when not given");
+    if (!parser.parse(args)) return std::nullopt;
+    for (auto [name, value] : {std::pair{"--rows", settings.rows}, {"--cols", settings.cols}, {"--repeat", settings.repeat}})
+        if (value == 0) fail("{} must be at least 1", name);
+    if (!settings.only.empty() && settings.only != "matvec" && settings.only != "arithmetic" && settings.only != "attention")
+        fail("--only {}: expected matvec, arithmetic or attention", settings.only);
+    return settings;
 }
 
 struct Timing {
@@ -145,7 +136,7 @@ Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, Timing timing) {
 
 // A rows x cols weight of `type`: one quantized row of random values repeated (the kernels' speed
 // does not depend on the values, and quantizing 16M values per type would dominate the run).
-gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Options& options) {
+gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Settings& options) {
     std::vector<float> values(options.cols);
     uint32_t state = 12345;
     for (float& value : values) {
@@ -166,7 +157,7 @@ gpu::Buffer make_weights(gpu::Device& device, gguf::GgmlType type, const Options
 // The device's launch shape, its other arithmetic variant and its other read path; with --sweep,
 // every shape too.
 std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf::GgmlType type,
-                                             const Options& options) {
+                                             const Settings& options) {
     ops::MatvecConfig chosen = ops::matvec_config(caps, type, options.cols);
     std::vector<ops::MatvecConfig> shapes = {chosen};
     if (caps.use_float16() && ops::has_f16_variant(type)) {  // the variant the device does not prefer
@@ -234,7 +225,7 @@ double fma_gflops(gpu::Device& device, bool float16, Timing timing) {
 
 // Each type's matmul on 64 tokens (the device's launch) as a fraction of the arithmetic ceiling of
 // its variant (f16 or f32).
-void bench_arithmetic(gpu::Device& device, const Options& options) {
+void bench_arithmetic(gpu::Device& device, const Settings& options) {
     const gpu::Capabilities& caps = device.caps();
     const Timing timing{options.repeat, options.fastest};
     const double f32 = fma_gflops(device, false, timing), f16 = caps.use_float16() ? fma_gflops(device, true, timing) : 0;
@@ -265,7 +256,7 @@ void bench_arithmetic(gpu::Device& device, const Options& options) {
     }
 }
 
-void bench_matvecs(gpu::Device& device, const Options& options) {
+void bench_matvecs(gpu::Device& device, const Settings& options) {
     const gpu::Capabilities& caps = device.caps();
     const uint64_t stream_bytes = uint64_t(options.rows) * options.cols * 4;
     const Ceiling ceiling = streaming_ceiling(
@@ -318,7 +309,9 @@ void bench_matvecs(gpu::Device& device, const Options& options) {
 }  // namespace
 
 int bench_ops(Args args) {
-    const Options options = parse_options(args);
+    const std::optional<Settings> parsed = parse_settings(args);
+    if (!parsed) return 0;
+    const Settings& options = *parsed;
     gpu::Instance instance;
     gpu::Device device(instance);
     const gpu::Capabilities& caps = device.caps();

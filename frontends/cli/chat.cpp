@@ -1,51 +1,27 @@
 // vkllm chat -m MODEL [--system TEXT] [-n N] [sampling] [--mmproj MMPROJ --image FILE...]: an
-// interactive conversation with the model's chat template. Each turn renders the whole conversation,
-// keeps the KV cache of the prefix the previous turn already computed, and runs only the new tokens.
-// Images go with the first user turn; a conversation with images runs whole each turn (the encoder
-// keeps each image's embeddings, so only the text is computed again).
+// interactive conversation with the model's chat template (engine::Conversation: the KV cache of
+// earlier turns is kept, the oldest turns are left out when the context fills, a turn too long for
+// it is refused and the chat goes on). /exit, /clear and /help are not sent to the model.
 #include <cstdio>
-#include <fstream>
 #include <iostream>
-#include <optional>
-#include <sstream>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
 
-#include "chat/prompt.h"
 #include "core/error.h"
+#include "engine/conversation.h"
+#include "engine/generation.h"
 #include "media.h"
 #include "model_options.h"
 
 namespace vkllm::cli {
 namespace {
 
-constexpr const char* chat_usage =
-    "usage: vkllm chat {} [--system TEXT] [--chat-template-file F] [-n N] {} [--mmproj MMPROJ --image FILE...]  (one "
-    "user turn per line of input)";
+constexpr const char* commands_help =
+    "One user turn per line. /clear starts over (the system prompt stays), /exit ends, /help shows this.\n";
 
-void print(const std::string& text) {
+void print(std::string_view text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
-}
-
-// Samples until an end-of-generation token or the limit; returns the reply's text.
-std::string reply(LoadedModel& loaded, sampling::Sampler& sampler, std::span<const float> logits, uint32_t limit,
-                  std::vector<tokenizer::TokenId>& history) {
-    tokenizer::StreamDecoder decoder(loaded.tokenizer);
-    std::string text;
-    for (uint32_t generated = 0; generated < limit && loaded.session->n_past() < loaded.session->n_ctx(); ++generated) {
-        tokenizer::TokenId next = sampler.sample(logits);
-        if (loaded.tokenizer.is_eog(next)) break;
-        std::string piece = decoder.push(next);
-        print(piece);
-        text += piece;
-        history.push_back(next);
-        logits = loaded.session->eval(std::span(&next, 1));
-    }
-    std::string tail = decoder.finish();
-    print(tail + "\n");
-    return text + tail;
 }
 
 }  // namespace
@@ -55,65 +31,72 @@ int chat(Args args) {
     SamplingOptions sampling;
     MediaOptions media;
     std::string system, template_path;
-    uint32_t n_predict = 512;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i) || sampling.parse(args, i) || media.parse(args, i)) continue;
-        if (args[i] == "--system" && i + 1 < args.size()) system = args[++i];
-        else if (args[i] == "--chat-template-file" && i + 1 < args.size()) template_path = args[++i];
-        else if (args[i] == "-n" && i + 1 < args.size()) n_predict = parse_count("-n", args[++i]);
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(chat_usage, ModelOptions::usage, SamplingOptions::usage));
-    }
-    if (options.model_path.empty()) fail(chat_usage, ModelOptions::usage, SamplingOptions::usage);
+    int32_t n_predict_option = 512;
+    Options parser("chat", "-m MODEL [--system TEXT] [options]",
+                   "A conversation through the model's chat template, one user turn per line of standard input; the KV "
+                   "cache of earlier turns is kept.");
+    parser.add("--system,-sys,--system-prompt", system, "TEXT", "the system prompt")
+        .add("--chat-template-file", template_path, "FILE", "a Jinja chat template in place of the model's")
+        .add("-n,--n-predict", n_predict_option, "N", "the most tokens of one reply; -1: until the context is full");
+    options.declare(parser);
+    sampling.declare(parser);
+    media.declare(parser);
+    if (!parser.parse(args)) return 0;
+    options.check();
+    media.check();
+    const uint32_t n_predict = token_limit(n_predict_option);
+    const sampling::SamplerParams sampler_params = sampling.resolve(options.verbose);
 
-    LoadedModel loaded(options);
-    tokenizer::Vocab vocab = loaded.tokenizer.vocab();
-    if (!template_path.empty()) {
-        std::ifstream in(template_path);
-        if (!in) fail("cannot open {}", template_path);
-        std::stringstream text;
-        text << in.rdbuf();
-        vocab.chat_template = text.str();
-    }
-    const chat::ChatTemplate chat_template(vocab, template_path.empty() ? options.model_path : template_path);
-    sampling::Sampler sampler(sampling.params);
-    std::optional<LoadedMedia> images;
-    if (media.active()) images.emplace(loaded, media);
+    const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();
+    std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path, template_path);
+    if (engine->chat_template_is_fallback())
+        std::fprintf(stderr, "vkllm chat: %s has no chat template; using ChatML\n", options.model_path.c_str());
+    model::Session& session = engine->session();
+    const tokenizer::Tokenizer& tokenizer = engine->tokenizer();
+    sampling::Sampler sampler(sampler_params);
+    const engine::GenerationLimits limits{.max_tokens = n_predict, .stops = engine->template_stops()};
+    engine::Conversation conversation(*engine, system, images);
 
-    nlohmann::ordered_json messages = nlohmann::ordered_json::array();
-    if (!system.empty()) messages.push_back({{"role", "system"}, {"content", system}});
-    std::vector<tokenizer::TokenId> history;  // what the KV cache holds, in order
     const bool interactive = isatty(fileno(stdin));
+    if (interactive) std::fprintf(stderr, "%s", commands_help);
     for (std::string line;;) {
         if (interactive) print("> ");
         if (!std::getline(std::cin, line)) break;
         if (line.empty()) continue;
-        const bool first_turn = history.empty();
-        if (images && first_turn && line.find(vision::media_marker) == std::string::npos)
-            for (size_t i = 0; i < images->images.size(); ++i) line.insert(0, vision::media_marker);
-        messages.push_back({{"role", "user"}, {"content", line}});
-        const std::string rendered = chat_template.render(messages, true);
-        std::span<const float> logits;
-        std::vector<float> media_logits;
-        if (images) {
-            loaded.session->truncate(0);
-            vision::PromptRun run = images->evaluate(loaded, chat::without_template_bos(loaded.tokenizer, rendered));
-            media_logits = logits_to_continue(run, loaded.model->info().n_vocab);
-            logits = media_logits;
-            history = run.text_tokens;
-        } else {
-            std::vector<tokenizer::TokenId> prompt = chat::prompt_tokens(loaded.tokenizer, rendered);
-            // Keep the cache of the longest prefix this turn shares with what was computed before.
-            size_t shared = 0;
-            while (shared < history.size() && shared < prompt.size() && history[shared] == prompt[shared]) ++shared;
-            if (shared == prompt.size()) --shared;  // the last prompt token must run to give logits
-            loaded.session->truncate(uint32_t(shared));
-            history.assign(prompt.begin(), prompt.end());
-            logits = loaded.session->eval(std::span(prompt).subspan(shared));
+        if (line == "/exit" || line == "/quit") break;
+        if (line == "/clear") {
+            conversation.clear();
+            std::fprintf(stderr, "vkllm chat: the conversation is cleared\n");
+            continue;
         }
-        for (tokenizer::TokenId id : history) sampler.accept(id);
-        messages.push_back({{"role", "assistant"}, {"content", reply(loaded, sampler, logits, n_predict, history)}});
+        if (line == "/help") {
+            std::fprintf(stderr, "%s", commands_help);
+            continue;
+        }
+        const engine::TurnPrompt turn = conversation.add_user_turn(line, n_predict);
+        if (!turn.accepted) {
+            std::fprintf(stderr, "vkllm chat: that turn makes a prompt of %u tokens, and the context holds %u (raise -c); "
+                                 "it was not sent\n", turn.n_positions, session.n_ctx());
+            continue;
+        }
+        if (turn.dropped_turns)
+            std::fprintf(stderr, "vkllm chat: left out the %u oldest turn%s to fit the context of %u tokens\n",
+                         turn.dropped_turns, turn.dropped_turns == 1 ? "" : "s", session.n_ctx());
+        for (tokenizer::TokenId id : session.history(0)) sampler.accept(id);
+        std::string reply;
+        engine::TextStream stream(tokenizer, limits);
+        const engine::Generated generated = engine::generate(session, sampler, stream, turn.logits, [&](std::string_view text) {
+            print(text);
+            reply += text;
+            return true;
+        });
+        print("\n");
+        if (generated.finish == engine::FinishReason::Context)
+            std::fprintf(stderr, "vkllm chat: the reply filled the context of %u tokens; the next turn leaves out the "
+                                 "oldest\n", session.n_ctx());
+        conversation.add_reply(reply);
     }
-    write_reports(options, loaded);
+    write_reports(options, *engine);
     return 0;
 }
 

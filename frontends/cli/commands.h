@@ -17,6 +17,8 @@ int info(Args args);
 int perplexity(Args args);
 int quantize(Args args);
 int run(Args args);
+int serve(Args args);
+int shaders(Args args);
 int synth(Args args);
 int tokenize(Args args);
 int detokenize(Args args);

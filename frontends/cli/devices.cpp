@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
+#include "options.h"
 
 namespace vkllm::cli {
 namespace {
@@ -102,11 +103,12 @@ void print_table(const gpu::DeviceChoice& choice) {
 int devices(Args args) {
     bool json = false;
     std::optional<std::string> selector;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--json") json = true;
-        else if (args[i] == "--device" && i + 1 < args.size()) selector = std::string(args[++i]);
-        else fail("unknown option '{}' (usage: vkllm devices [--json] [--device INDEX|NAME])", args[i]);
-    }
+    Options parser("devices", "[--json] [--device I|NAME]",
+                   "Every Vulkan device, what it can do, and which one vkllm chooses (VKLLM_DEVICE or --device picks "
+                   "another).");
+    parser.flag("--json", json, "print the devices as JSON")
+        .add("--device", selector, "I|NAME", "the device to mark as chosen, by index or part of its name");
+    if (!parser.parse(args)) return 0;
     gpu::Instance instance;
     gpu::DeviceChoice choice = gpu::choose_device(instance, selector);
     if (json) {

@@ -8,12 +8,10 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "engine/media.h"
 
 namespace vkllm::cli {
 namespace {
-
-constexpr const char* eval_media_usage =
-    "usage: vkllm eval {} {} -p TEXT --logits-out FILE [--embd-out FILE] [--layout-out FILE]";
 
 void write_floats(const std::string& path, const std::vector<float>& values) {
     std::ofstream out(path, std::ios::binary);
@@ -29,74 +27,44 @@ void write_layout(const std::string& path, const std::vector<vision::LayoutEntry
 
 }  // namespace
 
-bool MediaOptions::parse(Args args, size_t& i) {
-    if (i + 1 >= args.size()) return false;
-    if (args[i] == "--mmproj") mmproj_path = args[++i];
-    else if (args[i] == "--image") image_paths.emplace_back(args[++i]);
-    else return false;
-    return true;
+void MediaOptions::declare(Options& options) {
+    options.section("images")
+        .add("--mmproj", mmproj_path, "FILE", "the model's vision projector (an mmproj GGUF)")
+        .add("--image", image_paths, "FILE", "an image for the prompt, at its <__media__> marker or before the text");
 }
 
-LoadedMedia::LoadedMedia(LoadedModel& loaded, const MediaOptions& options) : mmproj(gguf::File::open(options.mmproj_path)) {
+void MediaOptions::check() const {
+    if (!image_paths.empty() && mmproj_path.empty())
+        fail("--image {} needs --mmproj FILE, the vision projector GGUF that goes with the model", image_paths.front());
+    if (!mmproj_path.empty() && image_paths.empty()) fail("--mmproj {} needs at least one --image FILE", mmproj_path);
+}
+
+std::vector<vision::Image> load_images(const MediaOptions& options) {
     if (options.mmproj_path.empty() || options.image_paths.empty()) fail("images need both --mmproj and --image");
-    encoder = std::make_unique<vision::Encoder>(loaded.device, mmproj);
-    const uint32_t n_embd = loaded.model->info().n_embd;
-    if (encoder->hparams().projection_dim != n_embd)
-        fail("{}: the projector writes embeddings of {} values, the model takes {}", options.mmproj_path,
-             encoder->hparams().projection_dim, n_embd);
+    std::vector<vision::Image> images;
     for (const std::string& path : options.image_paths) images.push_back(vision::load_image(path));
+    return images;
 }
 
-vision::PromptRun LoadedMedia::evaluate(LoadedModel& loaded, std::string_view prompt) {
-    const std::vector<vision::PromptChunk> chunks =
-        vision::tokenize_with_media(loaded.tokenizer, encoder->hparams().projector, prompt, images.size());
-    return vision::run_prompt(*loaded.session, *encoder, chunks, images);
-}
-
-std::vector<float> logits_to_continue(const vision::PromptRun& run, uint32_t n_vocab) {
-    if (run.text_logits.size() < n_vocab) fail("a prompt with images must end in text: the model has no logits to continue from");
-    return {run.text_logits.end() - n_vocab, run.text_logits.end()};
-}
-
-std::vector<int32_t> prefill_with_media(LoadedModel& loaded, const MediaOptions& options, std::string_view prompt,
-                                        std::vector<float>& logits) {
-    LoadedMedia media(loaded, options);
-    vision::PromptRun run = media.evaluate(loaded, prompt);
-    logits = logits_to_continue(run, loaded.model->info().n_vocab);
-    return run.text_tokens;
-}
-
-int eval_with_media(Args args) {
-    ModelOptions options;
-    MediaOptions media;
-    std::string prompt, logits_path, embd_path, layout_path;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i) || media.parse(args, i)) continue;
-        if ((args[i] == "-p" || args[i] == "--prompt") && i + 1 < args.size()) prompt = args[++i];
-        else if (args[i] == "--logits-out" && i + 1 < args.size()) logits_path = args[++i];
-        else if (args[i] == "--embd-out" && i + 1 < args.size()) embd_path = args[++i];
-        else if (args[i] == "--layout-out" && i + 1 < args.size()) layout_path = args[++i];
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(eval_media_usage, ModelOptions::usage, MediaOptions::usage));
-    }
-    if (options.model_path.empty() || logits_path.empty())
-        fail(eval_media_usage, ModelOptions::usage, MediaOptions::usage);
-
-    LoadedModel loaded(options);
-    LoadedMedia loaded_media(loaded, media);
-    vision::PromptRun result = loaded_media.evaluate(loaded, prompt);
+int eval_with_media(const ModelOptions& options, const MediaOptions& media, const MediaEvalOutputs& eval) {
+    const std::string& prompt = eval.prompt;
+    const std::string &logits_path = eval.logits_path, &embd_path = eval.embd_path, &layout_path = eval.layout_path;
+    const std::vector<vision::Image> images = load_images(media);
+    std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path);
+    vision::PromptRun result = engine::run_prompt_with_images(*engine, prompt, images);
     write_floats(logits_path, result.text_logits);
     if (!embd_path.empty()) write_floats(embd_path, result.image_embd);
     if (!layout_path.empty()) write_layout(layout_path, result.layout);
     std::fprintf(stderr, "wrote %zu x %u logits to %s; %zu image embeddings encoded in %.1f ms\n",
-                 result.text_tokens.size(), loaded.model->info().n_vocab, logits_path.c_str(),
-                 result.image_embd.size() / loaded.model->info().n_embd, result.encode_ms);
+                 result.text_tokens.size(), engine->info().n_vocab, logits_path.c_str(),
+                 result.image_embd.size() / engine->info().n_embd, result.encode_ms);
     if (options.verbose) {
-        const vision::EncodeStats& stats = loaded_media.encoder->last_stats();
+        const vision::EncodeStats& stats = engine->encoder()->last_stats();
         std::fprintf(stderr, "encoder: %.2f MiB of weights, %.2f MiB of activations and %.2f MiB of inputs and outputs "
-                     "for the last image's grid\n", loaded_media.encoder->weight_bytes() / 1048576.0,
+                     "for the last image's grid\n", engine->encoder()->weight_bytes() / 1048576.0,
                      stats.transient_bytes / 1048576.0, stats.input_bytes / 1048576.0);
     }
-    write_reports(options, loaded);
+    write_reports(options, *engine);
     return 0;
 }
 

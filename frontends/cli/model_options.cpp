@@ -1,146 +1,119 @@
 #include "model_options.h"
 
-#include <charconv>
-#include <chrono>
 #include <cstdio>
 #include <fstream>
-#include <unistd.h>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "progress.h"
 
 namespace vkllm::cli {
 
-uint32_t parse_count(std::string_view option, std::string_view value) {
-    uint32_t number = 0;
-    auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), number);
-    if (error != std::errc() || end != value.data() + value.size())
-        fail("{} expects a non-negative whole number, not '{}'", option, value);
-    return number;
+void ModelOptions::declare(Options& options) {
+    options.section("model")
+        .add("-m,--model", model_path, "FILE", "the GGUF model")
+        .required()
+        .add("-c,--ctx-size", n_ctx, "N", "context size in tokens; 0: the model's own, at most 4096")
+        .add("--device", device, "I|NAME", "the Vulkan device by index or part of its name (vkllm devices lists them)")
+        .add("--kv-type", [this](std::string_view value) {
+                 if (value == "f16") kv_type = ops::KvType::F16;
+                 else if (value == "q8_0") kv_type = ops::KvType::Q8_0;
+                 else fail("--kv-type must be f16 or q8_0, not '{}'", value);
+             }, "f16|q8_0", "the KV cache's cell type", "f16")
+        .flag("--verbose", verbose, "print load time, KV cache size and the sampling seed")
+        .add("--dump-graph", dump_graph_path, "FILE", "write the baked decode graph as text")
+        .add("--stats-json", stats_json_path, "FILE", "write the decode graph's passes, dispatches, barriers and timings")
+        .ignored("-ngl,--n-gpu-layers,--gpu-layers", true, "every layer runs on the Vulkan device")
+        .ignored("-t,--threads", true, "the Vulkan device does the work; lavapipe takes LP_NUM_THREADS");
 }
 
-float parse_float(std::string_view option, std::string_view value) {
-    std::string text(value);
-    char* end = nullptr;
-    float number = std::strtof(text.c_str(), &end);
-    if (text.empty() || *end != '\0') fail("{} expects a number, not '{}'", option, value);
-    return number;
+void ModelOptions::check() const {
+    if (!dump_graph_path.empty()) check_writable("--dump-graph", dump_graph_path);
+    if (!stats_json_path.empty()) check_writable("--stats-json", stats_json_path);
 }
 
-bool ModelOptions::parse(Args args, size_t& i) {
-    std::string_view arg = args[i];
-    bool has_value = i + 1 < args.size();
-    if (arg == "--verbose") return verbose = true;
-    if (!has_value) return false;
-    std::string_view value = args[i + 1];
-    if (arg == "-m" || arg == "--model") model_path = value;
-    else if (arg == "-c" || arg == "--ctx-size") n_ctx = parse_count(arg, value);
-    else if (arg == "--device") device = std::string(value);
-    else if (arg == "--dump-graph") dump_graph_path = value;
-    else if (arg == "--stats-json") stats_json_path = value;
-    else if (arg == "--kv-type") {
-        if (value == "f16") kv_type = ops::KvType::F16;
-        else if (value == "q8_0") kv_type = ops::KvType::Q8_0;
-        else fail("--kv-type must be f16 or q8_0, not '{}'", value);
-    } else {
-        return false;
-    }
-    ++i;
-    return true;
+void SamplingOptions::declare(Options& options) {
+    options.section("sampling")
+        .add("--temp", params.temperature, "T", "temperature; 0 always picks the most likely token")
+        .add("--top-k", params.top_k, "K", "keep the K most likely tokens; 0: off")
+        .add("--top-p", params.top_p, "P", "keep the most likely tokens up to probability P, in (0, 1]; 1: off")
+        .add("--min-p", params.min_p, "P", "drop tokens below P times the most likely one's probability, in [0, 1]")
+        .add("--repeat-penalty", params.repeat_penalty, "R", "divide the logits of recent tokens by R (> 0); 1: off")
+        .add("--repeat-last-n", params.penalty_last_n, "N", "how many recent tokens the penalties see; 0: off, -1: all")
+        .add("--presence-penalty", params.presence_penalty, "A", "subtract A from the logit of each recent token")
+        .add("--frequency-penalty", params.frequency_penalty, "A", "subtract A per occurrence of each recent token")
+        .add("-s,--seed", seed, "S", "the sampling seed; -1: a new one each run");
 }
 
-bool SamplingOptions::parse(Args args, size_t& i) {
-    if (i + 1 >= args.size()) return false;
-    std::string_view arg = args[i], value = args[i + 1];
-    if (arg == "--temp") params.temperature = parse_float(arg, value);
-    else if (arg == "--top-k") params.top_k = int(parse_count(arg, value));
-    else if (arg == "--top-p") params.top_p = parse_float(arg, value);
-    else if (arg == "--min-p") params.min_p = parse_float(arg, value);
-    else if (arg == "--repeat-penalty") params.repeat_penalty = parse_float(arg, value);
-    else if (arg == "--seed") params.seed = parse_count(arg, value);
-    else return false;
-    ++i;
-    return true;
+sampling::SamplerParams SamplingOptions::resolve(bool verbose) const {
+    sampling::validate(params, {.temperature = "--temp", .top_k = "--top-k", .top_p = "--top-p", .min_p = "--min-p",
+                                .repeat_penalty = "--repeat-penalty", .frequency_penalty = "--frequency-penalty",
+                                .presence_penalty = "--presence-penalty", .penalty_last_n = "--repeat-last-n"});
+    if (seed < -1) fail("--seed must be -1 (a new seed each run) or a whole number of at least 0, not {}", seed);
+    sampling::SamplerParams resolved = params;
+    resolved.seed = seed == -1 ? sampling::random_seed() : uint64_t(seed);
+    if (verbose) std::fprintf(stderr, "sampling seed: %llu\n", (unsigned long long)resolved.seed);
+    return resolved;
 }
 
-namespace {
-
-model::LoadOptions load_options() {
-    // One progress line, rewritten in place, and only on a terminal.
-    if (!isatty(fileno(stderr))) return {};
-    return {[last = -1](uint64_t done, uint64_t total) mutable {
-        int percent = total ? int(100 * done / total) : 100;
-        if (percent == last) return;
-        last = percent;
-        std::fprintf(stderr, "\rloading weights: %3d%%%s", percent, percent == 100 ? "\n" : "");
-    }};
-}
-
-// Weights and KV cache against what the device can hold, before anything is uploaded.
-void check_memory(const gpu::Capabilities& caps, const ModelOptions& options, const gguf::File& file,
-                  const model::KvLayout& layout, uint32_t n_ctx) {
-    uint64_t weights = model::weight_bytes(file);
-    uint64_t kv = model::kv_cache_bytes(layout, n_ctx, model::SessionOptions{}.n_ubatch, options.kv_type);
-    uint64_t budget = model::memory_budget(caps);
-    if (weights + kv > budget)
-        fail("{}: the weights ({} MiB) and a {}-token KV cache ({} MiB) need {} MiB more than '{}' has ({} MiB); "
-             "lower -c or use a smaller quantization", options.model_path, weights >> 20, n_ctx, kv >> 20,
-             (weights + kv - budget) >> 20, caps.name, budget >> 20);
-}
-
-}  // namespace
-
-LoadedModel::LoadedModel(const ModelOptions& options)
-    : instance(),
-      device(instance, options.device),
-      file(gguf::File::open(options.model_path)),
-      tokenizer(tokenizer::from_gguf(file)) {
-    auto started = std::chrono::steady_clock::now();
-    model::LoadOptions load = load_options();
-    uint32_t n_ctx = options.n_ctx;
-    load.before_upload = [&](const model::ModelInfo& info, const model::KvLayout& layout) {
-        if (!n_ctx) n_ctx = model::default_n_ctx(info);
-        check_memory(device.caps(), options, file, layout, n_ctx);
-    };
-    model = model::load_model(device, file, load);
-    session = std::make_unique<model::Session>(device, *model, model::SessionOptions{.n_ctx = n_ctx, .kv_type = options.kv_type});
-    session->prepare();
+std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path,
+                                            const std::string& chat_template_path, uint32_t n_seq) {
+    // The report is only called while the engine opens (the weights upload).
+    ProgressReport report("loading weights");
+    auto engine = std::make_unique<engine::Engine>(engine::EngineOptions{
+        .model_path = options.model_path, .device = options.device, .n_ctx = options.n_ctx, .n_seq = n_seq,
+        .kv_type = options.kv_type, .mmproj_path = mmproj_path, .chat_template_path = chat_template_path,
+        .progress = [&report](uint64_t done, uint64_t total) { report.update(done, total); }});
     if (options.verbose) {
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        const model::ModelInfo& info = engine->info();
+        const model::Session& session = engine->session();
         std::fprintf(stderr, "model: %s (%s), %u layers, vocabulary %u; weights %.1f MiB loaded in %.2f s on %s\n",
-                     model->info().name.c_str(), model->info().arch.c_str(), model->info().n_layer,
-                     model->info().n_vocab, model->info().weight_bytes / 1048576.0, seconds, device.caps().name.c_str());
-        std::fprintf(stderr, "KV cache: %u tokens, %.2f MiB (%s)\n", session->n_ctx(), session->kv_bytes() / 1048576.0,
+                     info.name.c_str(), info.arch.c_str(), info.n_layer, info.n_vocab, info.weight_bytes / 1048576.0,
+                     engine->load_seconds(), engine->device().caps().name.c_str());
+        std::fprintf(stderr, "KV cache: %u tokens, %.2f MiB (%s)\n", session.n_ctx(), session.kv_bytes() / 1048576.0,
                      options.kv_type == ops::KvType::F16 ? "f16" : "q8_0");
-        for (const model::KvLayerKind& kind : model::kv_cache_kinds(model->kv_layout(), session->n_ctx(),
-                                                                    session->n_ubatch(), options.kv_type)) {
+        for (const model::KvLayerKind& kind : model::kv_cache_kinds(engine->model().kv_layout(), session.n_ctx(),
+                                                                    session.n_ubatch(), options.kv_type)) {
             const std::string what = kind.window ? fmt::format("sliding-window layers (window {})", kind.window)
                                                  : std::string("full-context layers");
             std::fprintf(stderr, "  %u %s: %u cells each, %.2f MiB\n", kind.n_layers, what.c_str(), kind.n_cells,
                          kind.bytes / 1048576.0);
         }
     }
+    return engine;
 }
 
-void write_reports(const ModelOptions& options, LoadedModel& loaded) {
+uint32_t token_limit(int32_t n_predict) {
+    if (n_predict < -1) fail("-n must be -1 (until the context is full) or at least 0, not {}", n_predict);
+    return n_predict == -1 ? UINT32_MAX : uint32_t(n_predict);
+}
+
+std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_t> tokens) {
+    model::Session& session = engine.session();
+    if (tokens.size() <= 4 * size_t(session.n_ubatch())) return session.eval(tokens);
+    ProgressReport report(fmt::format("prompt of {} tokens", tokens.size()));
+    return engine::prefill(session, 0, tokens, [&report](uint64_t done, uint64_t total) { report.update(done, total); });
+}
+
+void write_reports(const ModelOptions& options, engine::Engine& engine) {
     if (!options.dump_graph_path.empty()) {
         std::ofstream out(options.dump_graph_path);
-        loaded.session->dump_decode_graph(out);
+        engine.session().dump_decode_graph(out);
         if (!out) fail("cannot write {}", options.dump_graph_path);
     }
     if (!options.stats_json_path.empty()) {
-        const graph::GraphStats& s = loaded.session->decode_stats();
+        const graph::GraphStats& s = engine.session().decode_stats();
         nlohmann::json json = {
             {"decode_graph",
              {{"passes", s.passes}, {"dispatches", s.dispatches}, {"barriers", s.barriers},
               {"transient_bytes", s.transient_bytes}, {"transient_bytes_aliased", s.transient_bytes_aliased},
               {"weight_bytes", s.weight_bytes}, {"recordings", s.recordings}, {"replays", s.replays},
               {"record_ms", s.record_ms}, {"submit_ms", s.submit_ms}}},
-            {"graphs_recorded", loaded.session->graphs_recorded()},
-            {"replays", loaded.session->replays()},
-            {"kv_cache_bytes", loaded.session->kv_bytes()},
+            {"graphs_recorded", engine.session().graphs_recorded()},
+            {"replays", engine.session().replays()},
+            {"kv_cache_bytes", engine.session().kv_bytes()},
         };
         std::ofstream out(options.stats_json_path);
         out << json.dump(2) << "\n";

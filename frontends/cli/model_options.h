@@ -1,16 +1,14 @@
 #pragma once
-// What the model commands (run, chat, eval) share: their common options, loading a model with a
-// progress line and a memory check, and the stats they report.
+// What the model commands (run, chat, eval, perplexity, bench) share: their common options, opening
+// the engine with a progress line, and the stats they report.
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "commands.h"
-#include "gguf/reader.h"
-#include "gpu/device.h"
-#include "model/session.h"
+#include "engine/engine.h"
+#include "options.h"
 #include "sampling/sampler.h"
-#include "tokenizer/tokenizer.h"
 
 namespace vkllm::cli {
 
@@ -22,37 +20,32 @@ struct ModelOptions {
     bool verbose = false;
     std::string dump_graph_path, stats_json_path;
 
-    // Consumes args[i] (and its value) when it is one of these options.
-    bool parse(Args args, size_t& i);
-    static constexpr const char* usage =
-        "-m MODEL [-c CTX] [--device I|NAME] [--kv-type f16|q8_0] [--verbose] [--dump-graph FILE] [--stats-json FILE]";
+    void declare(Options& options);
+    // After parsing: the report files can be written (checked before any work).
+    void check() const;
 };
 
 struct SamplingOptions {
     sampling::SamplerParams params;
-    bool parse(Args args, size_t& i);
-    static constexpr const char* usage =
-        "[--temp T] [--top-k K] [--top-p P] [--min-p M] [--repeat-penalty R] [--seed S]";
+    int64_t seed = -1;  // -1: a new one each run
+
+    void declare(Options& options);
+    // The parameters range-checked, the seed drawn when -1 (and printed with --verbose).
+    sampling::SamplerParams resolve(bool verbose) const;
 };
 
-// A model ready to run: the device, the file (its tensors are views into the mapping), the weights
-// on the GPU, the tokenizer and one session.
-struct LoadedModel {
-    gpu::Instance instance;
-    gpu::Device device;
-    gguf::File file;
-    std::unique_ptr<model::Model> model;
-    tokenizer::Tokenizer tokenizer;
-    std::unique_ptr<model::Session> session;
+// Opens the model of the options (and an mmproj, a chat template file) with a progress line on a
+// terminal, and with --verbose prints what was loaded.
+std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const std::string& mmproj_path = {},
+                                            const std::string& chat_template_path = {}, uint32_t n_seq = 1);
 
-    explicit LoadedModel(const ModelOptions& options);
-};
+// -n as llama-cli takes it: a count, or -1 for no limit (UINT32_MAX); anything else fails.
+uint32_t token_limit(int32_t n_predict);
+
+// The prompt run on the engine's session; one of more than four chunks reports its progress on stderr.
+std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_t> tokens);
 
 // --dump-graph and --stats-json, once the session has run.
-void write_reports(const ModelOptions& options, LoadedModel& loaded);
-
-// Parses a number option's value, naming the option when it is not one.
-uint32_t parse_count(std::string_view option, std::string_view value);
-float parse_float(std::string_view option, std::string_view value);
+void write_reports(const ModelOptions& options, engine::Engine& engine);
 
 }  // namespace vkllm::cli

@@ -4,16 +4,13 @@
 // token there given all before it in the window. A speed change can thus be shown to cost no quality.
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "model_options.h"
 
 namespace vkllm::cli {
 namespace {
-
-constexpr const char* perplexity_usage = "usage: vkllm perplexity {} -f TEXT [-c CTX] [--chunks N]";
 
 // -log softmax(logits)[target], in double.
 double negative_log_likelihood(std::span<const float> logits, int32_t target) {
@@ -29,29 +26,31 @@ int perplexity(Args args) {
     options.n_ctx = 512;
     std::string text_path;
     uint32_t max_chunks = 0;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (options.parse(args, i)) continue;
-        if (args[i] == "-f" && i + 1 < args.size()) text_path = args[++i];
-        else if (args[i] == "--chunks" && i + 1 < args.size()) max_chunks = parse_count("--chunks", args[++i]);
-        else fail("unexpected argument '{}'; {}", args[i], fmt::format(perplexity_usage, ModelOptions::usage));
-    }
-    if (options.model_path.empty() || text_path.empty()) fail(perplexity_usage, ModelOptions::usage);
-    std::ifstream in(text_path, std::ios::binary);
-    if (!in) fail("cannot open {}", text_path);
-    std::stringstream text;
-    text << in.rdbuf();
+    Options parser("perplexity", "-m MODEL -f TEXT [-c CTX] [options]",
+                   "Perplexity of a text as llama.cpp's llama-perplexity computes it: windows of -c tokens, each scored "
+                   "on its second half.");
+    parser.add("-f,--file", text_path, "FILE", "the text").required();
+    parser.add("--chunks", max_chunks, "N", "score at most N windows; 0: all");
+    options.declare(parser);
+    if (!parser.parse(args)) return 0;
+    options.check();
+    // A window scores its tokens after n_ctx / 2 except the last (it has no next token): none below 3.
+    if (options.n_ctx && options.n_ctx < 3)
+        fail("-c {} leaves no token to score (a window scores its second half but the last token); use -c 3 or more",
+             options.n_ctx);
+    const std::string text = read_text_file(text_path, "text file");
 
-    LoadedModel loaded(options);
-    const uint32_t n_ctx = loaded.session->n_ctx();
-    std::vector<int32_t> tokens = loaded.tokenizer.tokenize(text.str(), /*add_special=*/true, /*parse_special=*/false);
+    std::unique_ptr<engine::Engine> engine = open_engine(options);
+    const uint32_t n_ctx = engine->session().n_ctx();
+    std::vector<int32_t> tokens = engine->tokenizer().tokenize(text, /*add_special=*/true, /*parse_special=*/false);
     if (tokens.size() < 2 * size_t(n_ctx))
         fail("{} holds {} tokens; perplexity with -c {} needs at least {}", text_path, tokens.size(), n_ctx, 2 * n_ctx);
     uint32_t n_chunks = uint32_t(tokens.size() / n_ctx);
     if (max_chunks) n_chunks = std::min(n_chunks, max_chunks);
-    const int32_t bos = loaded.tokenizer.vocab().bos;
-    const bool add_bos = loaded.tokenizer.vocab().add_bos && bos >= 0;
+    const int32_t bos = engine->tokenizer().vocab().bos;
+    const bool add_bos = engine->tokenizer().vocab().add_bos && bos >= 0;
     const uint32_t first = n_ctx / 2;
-    const uint32_t n_vocab = loaded.model->info().n_vocab;
+    const uint32_t n_vocab = engine->info().n_vocab;
 
     double nll = 0;
     uint64_t count = 0;
@@ -61,9 +60,9 @@ int perplexity(Args args) {
         std::vector<int32_t> window(tokens.begin() + size_t(chunk) * n_ctx, tokens.begin() + size_t(chunk + 1) * n_ctx);
         const int32_t first_token = window[0];
         if (add_bos) window[0] = bos;
-        loaded.session->truncate(0);
+        engine->session().truncate(0);
         std::vector<float> logits;
-        loaded.session->eval(window, &logits);
+        engine->session().eval(window, &logits);
         window[0] = first_token;
         for (uint32_t j = first; j + 1 < n_ctx; ++j)
             nll += negative_log_likelihood(std::span(logits).subspan(size_t(j) * n_vocab, n_vocab), window[j + 1]);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -20,27 +19,24 @@
 #include "gguf/quants.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
+#include "options.h"
 #include "synth_minimax.h"
 
 namespace vkllm::cli {
 
 namespace {
 
-constexpr std::string_view usage =
-    "usage: vkllm synth --arch llama|gemma3 --preset tiny|1b --type TYPE -o FILE [--seed S] [--vocab FILE]\n"
-    "       vkllm synth --arch minimax-m3 -o FILE [--type f32|f16|q8_0] [--seed S] [--vocab FILE] [--dense]\n"
-    "  minimax-m3: MiniMax-M3's attention and indexer dims (64 heads and 4 KV heads of 128, 4 index heads,\n"
-    "  top 16 blocks of 128), n_embd 1024, 3 layers (1 dense), 4 small experts; --dense: no indexer\n"
-    "                   [--experts N --experts-used K]\n"
-    "  presets: tiny (n_embd 128, 3 layers, 4 heads, 2 kv heads, n_ff 256: the shared llama fixture's shape),\n"
+constexpr std::string_view about =
+    "A GGUF of a real model's shape with seeded random weights, for speed work and loader tests.\n"
+    "  llama presets: tiny (n_embd 128, 3 layers, 4 heads, 2 kv heads, n_ff 256: the shared llama fixture's shape),\n"
     "           1b (Llama-3.2-1B's shape: n_embd 2048, 16 layers, 32 heads, 8 kv heads, n_ff 8192, context 4096)\n"
     "  gemma3 presets: 1b (Gemma-3-1B's shape: n_embd 1152, 26 layers, 4 heads and 1 kv head of 256, n_ff 6912,\n"
     "           5 of every 6 layers on a 512-token sliding window, tied output, context 32768)\n"
+    "  minimax-m3 (no preset; --type f32, f16 or q8_0): MiniMax-M3's attention and indexer dims (64 heads and 4 KV\n"
+    "           heads of 128, 4 index heads, top 16 blocks of 128), n_embd 1024, 3 layers (1 dense), 4 small experts\n"
     "  types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k (K-quants need n_embd and n_ff multiples of 256)\n"
-    "  every preset takes the 512-token SPM vocabulary of --vocab (default: the bundled stories260K.gguf),\n"
-    "  so the 1b presets have the real models' layers but not their 128256- or 262144-token embeddings\n"
-    "  --experts N --experts-used K: Mixtral-style layers, N experts of n_ff each (ffn_gate_inp in F32,\n"
-    "  ffn_{gate,up,down}_exps in TYPE), K of them used per token\n";
+    "  Every preset takes the 512-token SPM vocabulary of --vocab, so the 1b presets have the real models' layers\n"
+    "  but not their 128256- or 262144-token embeddings.";
 
 struct Preset {
     std::string_view arch, name;
@@ -76,45 +72,26 @@ constexpr std::array<WeightType, 11> weight_types = {{
 // The writer holds the whole file twice while writing it; larger files would need a streaming writer.
 constexpr uint64_t max_file_bytes = uint64_t(3) << 30;
 
-struct Options {
-    std::string_view arch, preset, type, out, vocab = VKLLM_BUNDLED_VOCAB;
-    uint64_t seed = 1;
-    uint32_t experts = 0, experts_used = 0;  // 0: dense FFN layers
-};
-
-template <class T>
-T parse_count(std::string_view option, std::string_view value) {
-    T result{};
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), result);
-    if (ec != std::errc() || end != value.data() + value.size())
-        fail("{} '{}' is not a non-negative integer", option, value);
-    return result;
-}
-
-Options parse_options(Args args) {
-    Options options;
-    for (size_t i = 0; i < args.size(); ++i) {
-        std::string_view arg = args[i];
-        if (i + 1 >= args.size()) fail("option '{}' needs a value or is unknown; {}", arg, "see vkllm synth --help");
-        std::string_view value = args[++i];
-        if (arg == "--arch") options.arch = value;
-        else if (arg == "--preset") options.preset = value;
-        else if (arg == "--type") options.type = value;
-        else if (arg == "-o") options.out = value;
-        else if (arg == "--vocab") options.vocab = value;
-        else if (arg == "--seed") options.seed = parse_count<uint64_t>(arg, value);
-        else if (arg == "--experts") options.experts = parse_count<uint32_t>(arg, value);
-        else if (arg == "--experts-used") options.experts_used = parse_count<uint32_t>(arg, value);
-        else {
-            fail("unknown option '{}'; see vkllm synth --help", arg);
-        }
-    }
-    if (options.arch.empty() || options.preset.empty() || options.type.empty() || options.out.empty())
-        fail("--arch, --preset, --type and -o are required; see vkllm synth --help");
-    if ((options.experts == 0) != (options.experts_used == 0) || options.experts_used > options.experts)
-        fail("--experts {} --experts-used {}: give both, with at most as many used as there are", options.experts,
-             options.experts_used);
-    return options;
+// The command line, or nothing when --help was asked.
+std::optional<SynthSettings> parse_settings(Args args) {
+    SynthSettings settings;
+    Options parser("synth", "--arch llama|gemma3|minimax-m3 [--preset tiny|1b] [--type TYPE] -o FILE [options]", about);
+    parser.add("--arch", settings.arch, "ARCH", "llama, gemma3 or minimax-m3").required()
+        .add("--preset", settings.preset, "NAME", "the shape: tiny or 1b (llama), 1b (gemma3)")
+        .add("--type", settings.type, "TYPE", "the matrices' type (f16 for minimax-m3 when not given)")
+        .add("-o,--output", settings.out, "FILE", "the GGUF to write").required()
+        .add("--seed", settings.seed, "S", "the weights' seed")
+        .add("--vocab", settings.vocab, "FILE", "the GGUF whose vocabulary the model takes")
+        .add("--experts", settings.experts, "N", "llama: Mixtral-style layers of N experts of n_ff each; 0: dense")
+        .add("--experts-used", settings.experts_used, "K", "llama: experts used per token")
+        .flag("--dense", settings.dense, "minimax-m3: no indexer, dense attention in every layer");
+    if (!parser.parse(args)) return std::nullopt;
+    if (settings.arch != "minimax-m3" && (settings.preset.empty() || settings.type.empty()))
+        fail("--arch {} needs --preset and --type; see 'vkllm synth --help'", settings.arch);
+    if ((settings.experts == 0) != (settings.experts_used == 0) || settings.experts_used > settings.experts)
+        fail("--experts {} --experts-used {}: give both, with at most as many used as there are", settings.experts,
+             settings.experts_used);
+    return settings;
 }
 
 bool same_ignoring_case(std::string_view a, std::string_view b) {
@@ -244,7 +221,7 @@ void check_fits(const WeightType& type, const Preset& preset, uint64_t n_vocab, 
              preset.name, type.name, bytes >> 20, max_file_bytes >> 20);
 }
 
-void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, const Options& options,
+void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, const SynthSettings& options,
                   const gguf::File& vocab) {
     const uint32_t head_dim = p.head_size();
     const auto key = [&](std::string_view name) { return fmt::format("{}.{}", p.arch, name); };
@@ -276,18 +253,15 @@ void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, cons
 }  // namespace
 
 int synth(Args args) {
-    for (std::string_view arg : args)
-        if (arg == "--help" || arg == "-h") {
-            std::fwrite(usage.data(), 1, usage.size(), stdout);
-            return 0;
-        }
-    for (size_t i = 0; i + 1 < args.size(); ++i)
-        if (args[i] == "--arch" && args[i + 1] == "minimax-m3") return synth_minimax_m3(args);
-    const Options options = parse_options(args);
+    const std::optional<SynthSettings> parsed = parse_settings(args);
+    if (!parsed) return 0;
+    const SynthSettings& options = *parsed;
+    if (options.arch == "minimax-m3") return synth_minimax_m3(options);
+    if (options.dense) fail("--dense is for --arch minimax-m3");
     const Preset& preset = find_preset(options.arch, options.preset);
     if (preset.gemma() && options.experts > 0) fail("--experts: mixture-of-experts layers are for --arch llama");
     const WeightType& type = find_weight_type(options.type);
-    const gguf::File vocab = gguf::File::open(std::string(options.vocab));
+    const gguf::File vocab = gguf::File::open(options.vocab);
     const auto tokens = vocab.get_string_array("tokenizer.ggml.tokens");
     if (!tokens) fail("{}: no tokenizer.ggml.tokens to take the vocabulary from", vocab.name());
     const uint64_t n_vocab = tokens->size();
@@ -326,7 +300,7 @@ int synth(Args args) {
         model.add_matrix(blk + "ffn_up_exps.weight", preset.n_embd, preset.n_ff, options.experts);
         model.add_matrix(blk + "ffn_down_exps.weight", preset.n_ff, preset.n_embd, options.experts);
     }
-    model.writer().write(std::string(options.out));
+    model.writer().write(options.out);
     std::printf("%.*s: %.*s %.*s in %.*s, %.1f MiB of tensors, seed %llu\n", int(options.out.size()),
                 options.out.data(), int(preset.arch.size()), preset.arch.data(), int(preset.name.size()),
                 preset.name.data(), int(type.name.size()),

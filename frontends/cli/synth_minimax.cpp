@@ -5,7 +5,6 @@
 // runs dense attention in every layer (llama.cpp's fallback), for comparison.
 #include "synth_minimax.h"
 
-#include <charconv>
 #include <cstdio>
 #include <cmath>
 #include <functional>
@@ -33,38 +32,22 @@ struct Shape {
     uint32_t n_ctx_train = 65536;
 };
 
-struct Options {
+struct Settings {
     std::string out, vocab = VKLLM_BUNDLED_VOCAB;
     gguf::GgmlType type = gguf::GgmlType::F16;
     uint64_t seed = 1;
     bool dense = false;
 };
 
-Options parse_options(Args args) {
-    Options options;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string_view arg = args[i];
-        if (arg == "--dense") {
-            options.dense = true;
-            continue;
-        }
-        if (i + 1 >= args.size()) fail("option '{}' needs a value or is unknown; see vkllm synth --help", arg);
-        const std::string_view value = args[++i];
-        if (arg == "--arch") continue;
-        if (arg == "-o") options.out = value;
-        else if (arg == "--vocab") options.vocab = value;
-        else if (arg == "--type" && value == "f32") options.type = gguf::GgmlType::F32;
-        else if (arg == "--type" && value == "f16") options.type = gguf::GgmlType::F16;
-        else if (arg == "--type" && value == "q8_0") options.type = gguf::GgmlType::Q8_0;
-        else if (arg == "--seed") {
-            auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), options.seed);
-            if (ec != std::errc() || end != value.data() + value.size()) fail("--seed '{}' is not a number", value);
-        } else {
-            fail("'{} {}' is not an option of synth --arch minimax-m3 (-o FILE [--type f32|f16|q8_0] [--seed S] "
-                 "[--vocab FILE] [--dense])", arg, value);
-        }
-    }
-    if (options.out.empty()) fail("synth --arch minimax-m3 needs -o FILE");
+Settings minimax_settings(const SynthSettings& command_line) {
+    Settings options{.out = command_line.out, .vocab = command_line.vocab, .seed = command_line.seed,
+                     .dense = command_line.dense};
+    if (command_line.type == "f32") options.type = gguf::GgmlType::F32;
+    else if (command_line.type == "q8_0") options.type = gguf::GgmlType::Q8_0;
+    else if (!command_line.type.empty() && command_line.type != "f16")
+        fail("--type {}: synth --arch minimax-m3 writes f32, f16 or q8_0", command_line.type);
+    if (!command_line.preset.empty()) fail("--preset {}: synth --arch minimax-m3 has one shape and no presets", command_line.preset);
+    if (command_line.experts) fail("--experts: synth --arch minimax-m3 has its own 4 experts");
     return options;
 }
 
@@ -92,7 +75,7 @@ struct TensorPlan {
     bool norm;  // values near 1, as trained RMSNorm scales are; else uniform with deviation 1/sqrt(ne[0])
 };
 
-std::vector<TensorPlan> plan_tensors(const Shape& s, const Options& options, uint64_t n_vocab) {
+std::vector<TensorPlan> plan_tensors(const Shape& s, const Settings& options, uint64_t n_vocab) {
     const gguf::GgmlType f32 = gguf::GgmlType::F32, matrix = options.type;
     std::vector<TensorPlan> plan = {{"token_embd.weight", {s.n_embd, n_vocab}, matrix, false},
                                     {"output_norm.weight", {s.n_embd}, f32, true},
@@ -134,7 +117,7 @@ std::vector<TensorPlan> plan_tensors(const Shape& s, const Options& options, uin
     return plan;
 }
 
-void add_metadata(gguf::Writer& w, const Shape& s, const Options& options, const gguf::File& vocab) {
+void add_metadata(gguf::Writer& w, const Shape& s, const Settings& options, const gguf::File& vocab) {
     auto key = [](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
     w.add_string("general.architecture", arch);
     w.add_string("general.name", fmt::format("vkllm-synth-minimax-m3{}-{}", options.dense ? "-dense" : "",
@@ -171,8 +154,8 @@ void add_metadata(gguf::Writer& w, const Shape& s, const Options& options, const
 
 }  // namespace
 
-int synth_minimax_m3(Args args) {
-    const Options options = parse_options(args);
+int synth_minimax_m3(const SynthSettings& command_line) {
+    const Settings options = minimax_settings(command_line);
     const gguf::File vocab = gguf::File::open(options.vocab);
     const auto tokens = vocab.get_string_array("tokenizer.ggml.tokens");
     if (!tokens) fail("{}: no tokenizer.ggml.tokens to take the vocabulary from", vocab.name());

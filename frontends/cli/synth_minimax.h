@@ -1,9 +1,18 @@
 #pragma once
-// vkllm synth --arch minimax-m3 (synth.cpp hands such a command line here): see synth_minimax.cpp.
-#include "commands.h"
+// vkllm synth's command line, parsed once by synth.cpp for every architecture; --arch minimax-m3 is
+// written by synth_minimax.cpp.
+#include <cstdint>
+#include <string>
 
 namespace vkllm::cli {
 
-int synth_minimax_m3(Args args);
+struct SynthSettings {
+    std::string arch, preset, type, out, vocab = VKLLM_BUNDLED_VOCAB;
+    uint64_t seed = 1;
+    uint32_t experts = 0, experts_used = 0;  // 0: dense FFN layers
+    bool dense = false;                      // minimax-m3: no indexer
+};
+
+int synth_minimax_m3(const SynthSettings& settings);
 
 }  // namespace vkllm::cli

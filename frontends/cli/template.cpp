@@ -7,13 +7,11 @@
 #include "chat/prompt.h"
 #include "commands.h"
 #include "core/error.h"
+#include "options.h"
 
 namespace vkllm::cli {
 
 namespace {
-
-constexpr const char* usage =
-    "usage: vkllm template -m MODEL --messages FILE.json [--date YYYY-MM-DD] [--no-generation-prompt]";
 
 bool is_date(std::string_view text) {
     if (text.size() != 10 || text[4] != '-' || text[7] != '-') return false;
@@ -26,17 +24,16 @@ bool is_date(std::string_view text) {
 
 int chat_template(Args args) {
     std::string model, messages_path, date;
-    bool add_generation_prompt = true;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string_view arg = args[i];
-        const bool has_value = i + 1 < args.size();
-        if (arg == "-m" && has_value) model = args[++i];
-        else if (arg == "--messages" && has_value) messages_path = args[++i];
-        else if (arg == "--date" && has_value) date = args[++i];
-        else if (arg == "--no-generation-prompt") add_generation_prompt = false;
-        else fail("unexpected argument '{}'; {}", arg, usage);
-    }
-    if (model.empty() || messages_path.empty()) fail("{}", usage);
+    bool no_generation_prompt = false;
+    Options parser("template", "-m MODEL --messages FILE.json [options]",
+                   "The prompt a model's chat template makes of a conversation, printed byte for byte.");
+    parser.add("-m,--model", model, "FILE", "the model whose tokenizer.chat_template to render").required()
+        .add("--messages", messages_path, "FILE.json", "the messages array, or {\"messages\": [...], \"tools\": [...]}")
+        .required()
+        .add("--date", date, "YYYY-MM-DD", "the date the template sees; today when not given")
+        .flag("--no-generation-prompt", no_generation_prompt, "leave out the assistant turn's opening");
+    if (!parser.parse(args)) return 0;
+    const bool add_generation_prompt = !no_generation_prompt;
     if (!date.empty() && !is_date(date)) fail("--date {}: expected YYYY-MM-DD", date);
 
     std::ifstream file(messages_path, std::ios::binary);

@@ -1,72 +1,68 @@
 // vkllm tokenize / detokenize: text <-> token ids with a model's tokenizer (GGUF or tekken.json).
+#include <charconv>
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 #include <string>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "core/error.h"
+#include "core/file.h"
+#include "options.h"
 #include "tokenizer/tokenizer.h"
 
 namespace vkllm::cli {
 
-namespace {
-
-constexpr const char* tokenize_usage =
-    "usage: vkllm tokenize -m MODEL [--no-bos] [--parse-special] (TEXT | --file F)";
-constexpr const char* detokenize_usage = "usage: vkllm detokenize -m MODEL IDS...";
-
-std::string read_bytes(const std::string& path) {
-    std::ifstream file(path, std::ios::binary);
-    if (!file) fail("{}: cannot open", path);
-    std::ostringstream bytes;
-    bytes << file.rdbuf();
-    return bytes.str();
-}
-
-}  // namespace
-
 int tokenize(Args args) {
-    std::string model, text, file;
-    bool add_special = true, parse_special = false, have_text = false;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string_view arg = args[i];
-        const bool has_value = i + 1 < args.size();
-        if (arg == "-m" && has_value) model = args[++i];
-        else if (arg == "--file" && has_value) file = args[++i];
-        else if (arg == "--no-bos") add_special = false;  // as llama.cpp's tokenizer tests: nothing added
-        else if (arg == "--parse-special") parse_special = true;
-        else if (!have_text && (!arg.starts_with("-") || arg == "-")) text = arg, have_text = true;
-        else fail("unexpected argument '{}'; {}", arg, tokenize_usage);
-    }
-    if (model.empty() || have_text == !file.empty()) fail("{}", tokenize_usage);
-    if (!file.empty()) text = read_bytes(file);
+    std::string model, text, prompt, file;
+    bool no_bos = false, parse_special = false, ids_only = false, json = false;
+    Options parser("tokenize", "-m MODEL (TEXT | -p TEXT | -f FILE) [options]",
+                   "The tokens of a text with a model's tokenizer (a GGUF or tekken.json), one 'id -> piece' per line as "
+                   "llama-tokenize prints them.");
+    parser.positional(text, "TEXT", "the text ('-' is a text, not standard input)", false)
+        .add("-m,--model", model, "FILE", "the model (GGUF or tekken.json) whose tokenizer to use").required()
+        .add("-p,--prompt", prompt, "TEXT", "the text, as an option")
+        .add("-f,--file", file, "FILE", "tokenize the file's bytes")
+        .flag("--no-bos", no_bos, "add nothing (no BOS), as llama.cpp's tokenizer tests do")
+        .flag("--parse-special", parse_special, "turn special-token text (<s>, <|im_start|>) into its token")
+        .flag("--ids", ids_only, "print only the ids, as [1, 2, 3]")
+        .flag("--json", json, "print [{\"id\": 1, \"piece\": \"<s>\"}, ...]");
+    if (!parser.parse(args)) return 0;
+    if (parser.given("TEXT") + parser.given("-p") + parser.given("-f") != 1)
+        fail("give the text once: as an argument, with -p TEXT or with -f FILE");
+    if (parser.given("-p")) text = prompt;
+    if (parser.given("-f")) text = read_text_file(file, "text file");
     const tokenizer::Tokenizer tok(tokenizer::load_vocab(model));
-    std::string line;
-    for (tokenizer::TokenId id : tok.tokenize(text, add_special, parse_special)) {
-        if (!line.empty()) line += ' ';
-        line += std::to_string(id);
+    const std::vector<tokenizer::TokenId> ids = tok.tokenize(text, !no_bos, parse_special);
+    if (json) {
+        nlohmann::json out = nlohmann::json::array();
+        for (tokenizer::TokenId id : ids) out.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
+        // A piece can be part of a UTF-8 character: such bytes are replaced in JSON.
+        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+    } else if (ids_only) {
+        std::printf("[%s]\n", fmt::format("{}", fmt::join(ids, ", ")).c_str());
+    } else {
+        for (tokenizer::TokenId id : ids) std::printf("%6d -> '%s'\n", id, tok.token_to_piece(id, true).c_str());
     }
-    std::printf("%s\n", line.c_str());
     return 0;
 }
 
 int detokenize(Args args) {
     std::string model;
+    std::vector<std::string> id_texts;
+    Options parser("detokenize", "-m MODEL IDS...", "The text of token ids.");
+    parser.positionals(id_texts, "ID", "token ids")
+        .add("-m,--model", model, "FILE", "the model (GGUF or tekken.json) whose tokenizer to use").required();
+    if (!parser.parse(args)) return 0;
     std::vector<tokenizer::TokenId> ids;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string_view arg = args[i];
-        if (arg == "-m" && i + 1 < args.size()) {
-            model = args[++i];
-            continue;
-        }
-        char* end = nullptr;
-        const std::string digits(arg);
-        const long id = std::strtol(digits.c_str(), &end, 10);
-        if (digits.empty() || *end != '\0' || id < 0 || id > INT32_MAX) fail("'{}' is not a token id; {}", arg, detokenize_usage);
-        ids.push_back(tokenizer::TokenId(id));
+    for (const std::string& text : id_texts) {
+        int32_t id = -1;
+        auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), id);
+        if (error != std::errc() || end != text.data() + text.size() || id < 0)
+            fail("'{}' is not a token id (a whole number of at least 0)", text);
+        ids.push_back(id);
     }
-    if (model.empty()) fail("{}", detokenize_usage);
     const tokenizer::Tokenizer tok(tokenizer::load_vocab(model));
     const std::string text = tok.detokenize(ids, false, true);
     std::fwrite(text.data(), 1, text.size(), stdout);

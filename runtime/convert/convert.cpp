@@ -121,14 +121,17 @@ void write_plan(const Plan& plan, const std::filesystem::path& output, OutputTyp
         writer.declare_tensor(t.name, types.back(), t.ne);
     }
 
+    uint64_t n_params = 0, written = 0;
+    for (const PlannedTensor& t : plan.tensors) n_params += t.n_elements();
     std::filesystem::path partial = output;
     partial += ".part";
     try {
         writer.write_streaming(partial, [&](size_t i, const gguf::Writer::TensorSink& sink) {
             const PlannedTensor& t = plan.tensors[i];
             if (progress)
-                progress(fmt::format("[{:>4}/{}] {:<40} {:<20} {}", i + 1, plan.tensors.size(), t.name,
-                                     shape_string(t.ne), gguf::type_name(types[i])));
+                progress(written, n_params, fmt::format("[{}/{}] {} {} {}", i + 1, plan.tensors.size(), t.name,
+                                                        shape_string(t.ne), gguf::type_name(types[i])));
+            written += t.n_elements();
             if (t.stored_type == types[i]) sink(t.stored_data);
             else stream_tensor(t, types[i], sink);
             if (after_tensor) after_tensor();

@@ -14,7 +14,8 @@
 
 namespace vkllm::convert {
 
-using Progress = std::function<void(std::string_view line)>;  // one line per tensor written
+// Called before each tensor is written: parameters written so far of all, and the tensor's line.
+using Progress = std::function<void(uint64_t done, uint64_t total, std::string_view tensor)>;
 
 struct ConvertOptions {
     std::filesystem::path hf_dir;

@@ -9,6 +9,8 @@
 namespace vkllm {
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
+    std::error_code error;
+    if (std::filesystem::is_directory(path, error)) fail("{} is a directory, not the {}", path.string(), what);
     std::ifstream in(path, std::ios::binary);
     if (!in) fail("{}: cannot open the {}", path.string(), what);
     std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

@@ -2,9 +2,11 @@
 
 #include <cstring>
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include "core/env.h"
 #include "gpu/check.h"
+#include "gpu/profiles.h"
 
 namespace vkllm::gpu {
 namespace {
@@ -49,6 +51,13 @@ void probe_memory(VkPhysicalDevice device, Capabilities& caps) {
                               (memory.memoryHeaps[i].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT) != 0});
     for (uint32_t i = 0; i < memory.memoryTypeCount; ++i)
         caps.memory_types.push_back({memory.memoryTypes[i].heapIndex, memory.memoryTypes[i].propertyFlags});
+    caps.null_hardware = caps.heaps.empty();
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
+        caps.memory_budget = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGE_SIZE));
+        return;
+    }
+    for (const auto& heap : caps.heaps)
+        if (heap.device_local) caps.memory_budget += heap.size;
 }
 
 }  // namespace
@@ -58,6 +67,8 @@ Capabilities probe(VkPhysicalDevice device) {
     auto extensions = device_extensions(device);
     caps.push_descriptor = has_extension(extensions, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
     caps.cooperative_matrix = has_extension(extensions, "VK_KHR_cooperative_matrix");
+    caps.pipeline_executable_properties =
+        has_extension(extensions, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     bool has_dot = has_extension(extensions, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
 
     VkPhysicalDeviceProperties base;
@@ -152,16 +163,17 @@ Capabilities probe(VkPhysicalDevice device) {
     probe_queues(device, caps);
     caps.compute_timestamps = limits.timestampComputeAndGraphics || caps.timestamp_valid_bits > 0;
     probe_memory(device, caps);
+    apply_switches(caps);
     return caps;
 }
 
-bool Capabilities::use_float16() const {
-    return float16 && storage_buffer_16bit && !env::flag("VKLLM_DISABLE_F16");
-}
-
-bool Capabilities::texel_reads() const {
-    if (auto forced = env::get("VKLLM_TEXEL_READS"); forced && !forced->empty()) return *forced != "0";
-    return type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+void apply_switches(Capabilities& caps) {
+    if (auto profile = env::get("VKLLM_DEVICE_PROFILE"); profile && !profile->empty()) apply_profile(caps, *profile);
+    caps.float16_kernels = caps.float16 && caps.storage_buffer_16bit && !env::flag("VKLLM_DISABLE_F16");
+    if (auto forced = env::get("VKLLM_TEXEL_READS"); forced && !forced->empty())
+        caps.texel_buffer_reads = *forced != "0";
+    else
+        caps.texel_buffer_reads = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
 }
 
 bool Capabilities::unified_memory() const {

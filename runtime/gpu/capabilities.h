@@ -1,6 +1,7 @@
 #pragma once
-// What a physical device can do, read once. These facts choose shader variants: every fp16 path has
-// an fp32 fallback, and VKLLM_DISABLE_F16=1 forces the fallbacks.
+// What a physical device can do, read once when the device is probed, with the VKLLM_* switches that
+// shape it (VKLLM_DEVICE_PROFILE, VKLLM_DISABLE_F16, VKLLM_TEXEL_READS) applied then, never again per
+// call. These facts choose shader variants: every fp16 path has an fp32 fallback.
 #include <volk.h>
 
 #include <array>
@@ -47,6 +48,7 @@ struct Capabilities {
     uint64_t max_texel_buffer_elements = 0, min_texel_buffer_offset_alignment = 0;
     bool maintenance4 = false, synchronization2 = false, timeline_semaphore = false;
     bool push_descriptor = false, buffer_device_address = false;
+    bool pipeline_executable_properties = false;  // the compiler's statistics per pipeline
 
     // timing
     bool compute_timestamps = false;
@@ -57,24 +59,39 @@ struct Capabilities {
     std::vector<MemoryHeapInfo> heaps;
     std::vector<MemoryTypeInfo> memory_types;
     uint32_t compute_queue_family = UINT32_MAX;
+    // Memory vkllm may plan to use: the device-local heaps, or the host's RAM for a CPU device
+    // (lavapipe reports a heap far smaller than what it can allocate); a profile may lower it.
+    uint64_t memory_budget = 0;
+    // A driver that compiles but has no hardware behind it (RADV_FORCE_FAMILY's "Null hardware"):
+    // no memory heaps, nothing can be submitted. Only `vkllm shaders` opens one, on request.
+    bool null_hardware = false;
+
+    // Choices made once from the facts above and the switches (see apply_switches).
+    bool float16_kernels = false;     // fp16 arithmetic usable and not disabled by VKLLM_DISABLE_F16
+    bool texel_buffer_reads = false;  // see texel_reads()
+    std::string profile;              // the VKLLM_DEVICE_PROFILE that clamped these facts, or empty
 
     bool has_subgroup(VkSubgroupFeatureFlagBits operation) const {
         return (subgroup_operations & operation) != 0;
     }
     // fp16 arithmetic on 16-bit storage is usable and not disabled by VKLLM_DISABLE_F16.
-    bool use_float16() const;
+    bool use_float16() const { return float16_kernels; }
     // Weights and matvec inputs read through uniform texel buffers instead of storage buffers. On
     // lavapipe a storage-buffer load is a scalar load and branch per lane and word, a texel fetch one
     // vector gather (7-9 vs ~1 GB/s, docs/PERFORMANCE.md); GPUs keep storage buffers, their usual
     // fast path. VKLLM_TEXEL_READS=0 or 1 overrides the choice.
-    bool texel_reads() const;
+    bool texel_reads() const { return texel_buffer_reads; }
     // Device-local memory the host can map directly (integrated GPUs, ReBAR, lavapipe).
     bool unified_memory() const;
     std::string type_name() const;
     std::string driver_version_string() const;
 };
 
+// The device's facts with the switches applied (apply_switches).
 Capabilities probe(VkPhysicalDevice device);
+// VKLLM_DEVICE_PROFILE clamps the facts to a device class (gpu/profiles.h); then the fp16 and
+// texel-read choices follow from them, VKLLM_DISABLE_F16 and VKLLM_TEXEL_READS.
+void apply_switches(Capabilities& caps);
 
 std::string subgroup_operation_names(VkSubgroupFeatureFlags operations);
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <fmt/format.h>
 
 #include "core/env.h"
 #include "gpu/check.h"
@@ -49,7 +50,7 @@ size_t select(const std::vector<Capabilities>& devices, const std::optional<std:
     }
     size_t best = SIZE_MAX;
     for (size_t i = 0; i < devices.size(); ++i) {
-        if (!missing_requirements(devices[i]).empty()) continue;
+        if (!missing_requirements(devices[i]).empty()) continue;  // null hardware included
         auto key = [&](size_t k) { return std::pair(type_rank(devices[k].type), device_local_bytes(devices[k])); };
         if (best == SIZE_MAX || key(i) > key(best)) best = i;
     }
@@ -60,11 +61,16 @@ size_t select(const std::vector<Capabilities>& devices, const std::optional<std:
 
 }  // namespace
 
-std::string missing_requirements(const Capabilities& caps) {
+std::string missing_requirements(const Capabilities& caps, bool compile_only) {
+    // A profile's name goes with what it took away, so the reason is not blamed on the driver.
+    const std::string profile = caps.profile.empty() ? "" : fmt::format(" (VKLLM_DEVICE_PROFILE={})", caps.profile);
     if (caps.api_version < VK_API_VERSION_1_2) return "it supports only Vulkan 1.0/1.1 (vkllm needs 1.2)";
     if (caps.compute_queue_family == UINT32_MAX) return "it has no compute queue";
-    if (!caps.has_subgroup(VK_SUBGROUP_FEATURE_BASIC_BIT) || !caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT))
-        return "it lacks subgroup arithmetic in compute shaders";
+    // Kernels without subgroup arithmetic or ballots have `_basic` builds (shaders/subgroup_ops.glsl).
+    if (!caps.has_subgroup(VK_SUBGROUP_FEATURE_BASIC_BIT))
+        return "it lacks basic subgroup operations in compute shaders" + profile;
+    if (caps.null_hardware && !compile_only)
+        return "it is null hardware, a driver that only compiles (RADV_FORCE_FAMILY): see 'vkllm shaders'";
     return {};
 }
 
@@ -79,12 +85,16 @@ DeviceChoice choose_device(const Instance& instance, std::optional<std::string> 
 }
 
 Device::Device(const Instance& instance, std::optional<std::string> selector)
-    : Device(instance, choose_device(instance, std::move(selector))) {}
+    : Device(instance, DeviceOptions{.selector = std::move(selector)}) {}
 
-Device::Device(const Instance& instance, DeviceChoice choice)
+Device::Device(const Instance& instance, DeviceOptions options)
+    : Device(instance, choose_device(instance, options.selector), options) {}
+
+Device::Device(const Instance& instance, DeviceChoice choice, const DeviceOptions& options)
     : caps_(std::move(choice.devices[choice.chosen])),
+      pipeline_statistics_(options.pipeline_statistics),
       physical_(instance.physical_devices()[choice.chosen]) {
-    if (std::string missing = missing_requirements(caps_); !missing.empty())
+    if (std::string missing = missing_requirements(caps_, options.allow_null_hardware); !missing.empty())
         fail("Vulkan device '{}' cannot run vkllm: {}", caps_.name, missing);
 
     // Enable exactly the optional features the probe found; shader variants rely on them.
@@ -108,6 +118,17 @@ Device::Device(const Instance& instance, DeviceChoice choice)
     features.pNext = &features11;
     features11.pNext = &features12;
     if (caps_.api_version >= VK_API_VERSION_1_3) features12.pNext = &features13;
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executable_properties{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    executable_properties.pipelineExecutableInfo = VK_TRUE;
+    std::vector<const char*> extensions;
+    if (pipeline_statistics_) {
+        if (!caps_.pipeline_executable_properties)
+            fail("Vulkan device '{}' reports no compiler statistics (VK_KHR_pipeline_executable_properties)", caps_.name);
+        extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+        executable_properties.pNext = features.pNext;
+        features.pNext = &executable_properties;
+    }
 
     float priority = 1.0f;
     VkDeviceQueueCreateInfo queue_info{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -118,6 +139,8 @@ Device::Device(const Instance& instance, DeviceChoice choice)
     device_info.pNext = &features;
     device_info.queueCreateInfoCount = 1;
     device_info.pQueueCreateInfos = &queue_info;
+    device_info.enabledExtensionCount = uint32_t(extensions.size());
+    device_info.ppEnabledExtensionNames = extensions.data();
     VKLLM_VK_CHECK(vkCreateDevice(physical_, &device_info, nullptr, &device_));
     volkLoadDevice(device_);
     vkGetDeviceQueue(device_, caps_.compute_queue_family, 0, &queue_);
@@ -126,8 +149,10 @@ Device::Device(const Instance& instance, DeviceChoice choice)
     pool_info.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
     pool_info.queueFamilyIndex = caps_.compute_queue_family;
     VKLLM_VK_CHECK(vkCreateCommandPool(device_, &pool_info, nullptr, &command_pool_));
-    VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VKLLM_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &fence_));
+    if (!caps_.null_hardware) {  // where fence creation fails: nothing is ever submitted there
+        VkFenceCreateInfo fence_info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+        VKLLM_VK_CHECK(vkCreateFence(device_, &fence_info, nullptr, &fence_));
+    }
 
     allocator_ = std::make_unique<Allocator>(*this, physical_);
     pipelines_ = std::make_unique<PipelineCache>(*this);
@@ -135,10 +160,10 @@ Device::Device(const Instance& instance, DeviceChoice choice)
 
 Device::~Device() {
     if (!device_) return;
-    vkDeviceWaitIdle(device_);
+    if (!caps_.null_hardware) vkDeviceWaitIdle(device_);  // null hardware has no queue to wait on
     pipelines_.reset();
     allocator_.reset();
-    vkDestroyFence(device_, fence_, nullptr);
+    if (fence_) vkDestroyFence(device_, fence_, nullptr);
     vkDestroyCommandPool(device_, command_pool_, nullptr);
     vkDestroyDevice(device_, nullptr);
 }
@@ -157,7 +182,12 @@ void Device::free_command_buffer(VkCommandBuffer command_buffer) {
     vkFreeCommandBuffers(device_, command_pool_, 1, &command_buffer);
 }
 
+void Device::enable_float16_kernels(bool enabled) {
+    caps_.float16_kernels = enabled && caps_.float16 && caps_.storage_buffer_16bit;
+}
+
 void Device::submit_and_wait(VkCommandBuffer command_buffer) {
+    if (caps_.null_hardware) fail("Vulkan device '{}' is null hardware: nothing can be submitted to it", caps_.name);
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
     submit.commandBufferCount = 1;
     submit.pCommandBuffers = &command_buffer;

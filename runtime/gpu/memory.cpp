@@ -113,6 +113,17 @@ Allocator::Allocator(Device& device, VkPhysicalDevice physical) : device_(device
                                          caps.min_texel_buffer_offset_alignment, 64});
     max_range_ = max_range_ / 4 * 4;
 
+    if (caps.null_hardware) {
+        // No memory at all: blocks are buffers with none bound, a device-local type and a host-visible
+        // one whose blocks the host's writes land in; nothing ever reads either.
+        memory_properties_.memoryTypeCount = 2;
+        memory_properties_.memoryTypes[0].propertyFlags = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+        memory_properties_.memoryTypes[1].propertyFlags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                                          VK_MEMORY_PROPERTY_HOST_COHERENT_BIT |
+                                                          VK_MEMORY_PROPERTY_HOST_CACHED_BIT;
+        buffer_memory_types_ = 0b11;
+        return;
+    }
     VkBuffer probe = create_vk_buffer(device.handle(), 4096);
     VkMemoryRequirements requirements;
     vkGetBufferMemoryRequirements(device.handle(), probe, &requirements);
@@ -171,6 +182,15 @@ size_t Allocator::create_block(VkDeviceSize size, uint32_t memory_type) {
     block->size = size;
     block->memory_type = memory_type;
     block->buffer = create_vk_buffer(device_.handle(), size);
+    if (device_.caps().null_hardware) {
+        if (memory_properties_.memoryTypes[memory_type].propertyFlags & VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT) {
+            block->host_stand_in.reset(new std::byte[size]);  // left uninitialized: pages untouched stay free
+            block->mapped = block->host_stand_in.get();
+        }
+        block->free_ranges[0] = size;
+        blocks_.push_back(std::move(block));
+        return blocks_.size() - 1;
+    }
     VkMemoryRequirements requirements;
     vkGetBufferMemoryRequirements(device_.handle(), block->buffer, &requirements);
     VkMemoryAllocateInfo info{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};

@@ -117,6 +117,7 @@ private:
         VkDeviceSize size = 0;
         uint32_t memory_type = 0;
         std::byte* mapped = nullptr;
+        std::unique_ptr<std::byte[]> host_stand_in;  // null hardware: what `mapped` points at
         std::map<VkDeviceSize, VkDeviceSize> free_ranges;  // offset -> size, coalesced
         std::map<std::pair<VkDeviceSize, VkDeviceSize>, VkBufferView> texel_views;  // (offset, size) -> view
     };

@@ -1,5 +1,6 @@
 #include "gpu/pipeline.h"
 
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
@@ -79,7 +80,8 @@ std::filesystem::path cache_directory() {
 }
 
 PipelineCache::PipelineCache(Device& device) : device_(device) {
-    if (auto dir = cache_directory(); !dir.empty())
+    // Null hardware keeps no disk cache: nothing will ever run its pipelines.
+    if (auto dir = cache_directory(); !dir.empty() && !device.caps().null_hardware)
         path_ = dir / ("pipelines-" + uuid_hex(device.caps().device_uuid) + ".bin");
     std::vector<char> initial = load_disk_cache();
     VkPipelineCacheCreateInfo info{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
@@ -147,13 +149,26 @@ const Pipeline& PipelineCache::get(std::string_view name, const PipelineOptions&
     for (const SpecConstant& constant : options.spec) key += fmt::format(":{}={}", constant.id, constant.value);
     if (options.required_subgroup_size) key += fmt::format(":sg{}", options.required_subgroup_size);
     if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
+    const auto started = std::chrono::steady_clock::now();
     auto [it, inserted] = pipelines_.emplace(key, create(name, options));
+    creation_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     dirty_ = true;
     return *it->second;
 }
 
+std::span<const uint32_t> kernel_spirv(std::string_view name, const Capabilities& caps) {
+    const bool basic_only =
+        !caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) || !caps.has_subgroup(VK_SUBGROUP_FEATURE_BALLOT_BIT);
+    if (basic_only) {
+        const std::string basic = std::string(name) + "_basic";
+        for (const shaders::Embedded& shader : shaders::all())
+            if (shader.name == basic) return shader.spirv;
+    }
+    return shaders::find(name);
+}
+
 std::unique_ptr<Pipeline> PipelineCache::create(std::string_view name, const PipelineOptions& options) {
-    std::span<const uint32_t> spirv = shaders::find(name);
+    std::span<const uint32_t> spirv = kernel_spirv(name, device_.caps());
     auto pipeline = std::make_unique<Pipeline>();
     pipeline->name = name;
     pipeline->info = reflect(name, spirv);
@@ -211,6 +226,7 @@ std::unique_ptr<Pipeline> PipelineCache::create(std::string_view name, const Pip
     info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
     if (options.required_subgroup_size) info.stage.pNext = &subgroup_size;
     info.layout = pipeline->layout;
+    if (device_.pipeline_statistics()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkResult result = vkCreateComputePipelines(device_.handle(), cache_, 1, &info, nullptr, &pipeline->pipeline);
     vkDestroyShaderModule(device_.handle(), module, nullptr);
     check(result, "vkCreateComputePipelines");

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpu/capabilities.h"
 #include "gpu/reflect.h"
 
 namespace vkllm::gpu {
@@ -55,6 +56,12 @@ public:
     const std::filesystem::path& path() const { return path_; }
     CacheLoad load_result() const { return load_result_; }
     size_t created() const { return pipelines_.size(); }
+    // Time spent creating pipelines (compiling, or reading the driver's cache), so that a first run's
+    // speed can be reported without it.
+    double creation_seconds() const { return creation_seconds_; }
+    // Every pipeline created so far, by its key: the name, then each ":id=value" spec constant and
+    // ":sgN" for a required subgroup size.
+    const std::map<std::string, std::unique_ptr<Pipeline>, std::less<>>& all() const { return pipelines_; }
 
 private:
     Device& device_;
@@ -62,11 +69,16 @@ private:
     std::filesystem::path path_;
     CacheLoad load_result_ = CacheLoad::Absent;
     bool dirty_ = false;
+    double creation_seconds_ = 0;
     std::map<std::string, std::unique_ptr<Pipeline>, std::less<>> pipelines_;
 
     std::vector<char> load_disk_cache();
     std::unique_ptr<Pipeline> create(std::string_view name, const PipelineOptions& options);
 };
+
+// The SPIR-V of kernel `name` for a device: its `_basic` build (shaders/subgroup_ops.glsl) where the
+// device lacks subgroup arithmetic or ballots in compute shaders and the kernel uses them.
+std::span<const uint32_t> kernel_spirv(std::string_view name, const Capabilities& caps);
 
 // Where the disk cache lives: VKLLM_CACHE_DIR, else $XDG_CACHE_HOME/vkllm, else ~/.cache/vkllm.
 std::filesystem::path cache_directory();

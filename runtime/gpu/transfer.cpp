@@ -47,6 +47,7 @@ void Transfer::flush() {
 }
 
 void Transfer::upload(const Buffer& destination, VkDeviceSize offset, std::span<const std::byte> bytes) {
+    if (device_.caps().null_hardware) return;  // nothing runs there: weights need their place, not their values
     if (destination.host_visible() && !staging_always_) {
         flush();  // keep the order of earlier staged copies to the same bytes
         destination.write(offset, bytes);
@@ -69,6 +70,7 @@ void Transfer::upload(const Buffer& destination, VkDeviceSize offset, std::span<
 }
 
 void Transfer::readback(const Buffer& source, VkDeviceSize offset, std::span<std::byte> bytes) {
+    if (device_.caps().null_hardware) fail("Vulkan device '{}' is null hardware: nothing can be read back", device_.caps().name);
     flush();
     if (source.host_visible() && !staging_always_) {
         source.read(offset, bytes);

@@ -2,6 +2,7 @@
 // Host <-> device copies. Uploads go through a bounded staging ring (copies are batched and submitted
 // when the ring fills or on flush), except into buffers the host can map, which are written directly
 // unless VKLLM_FORCE_STAGING=1 (tests use it to exercise the ring on devices without discrete memory).
+// On null hardware uploads are dropped: nothing can run there (`vkllm shaders` only creates pipelines).
 #include <span>
 
 #include "gpu/memory.h"

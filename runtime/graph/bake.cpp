@@ -169,9 +169,18 @@ void BakedGraph::place_transients() {
             break;
         }
     }
-    for (VkDeviceSize size : arena_sizes) {
-        s.arenas.push_back(s.device->allocator().create(size, gpu::MemoryDomain::Device));
+    SharedArenas* shared = s.options.shared_arenas;
+    for (size_t arena = 0; arena < arena_sizes.size(); ++arena) {
+        const VkDeviceSize size = arena_sizes[arena];
         stats_.transient_bytes_aliased += size;
+        if (shared && arena < shared->arenas.size() && shared->arenas[arena]->size() >= size) {
+            s.arenas.push_back(shared->arenas[arena]);
+            continue;
+        }
+        s.arenas.push_back(std::make_shared<gpu::Buffer>(s.device->allocator().create(size, gpu::MemoryDomain::Device)));
+        if (!shared) continue;
+        if (arena == shared->arenas.size()) shared->arenas.emplace_back();
+        shared->arenas[arena] = s.arenas.back();
     }
 }
 
@@ -182,7 +191,7 @@ gpu::BufferRange BakedGraph::physical(Region region) const {
     if (resource.persistent) return resource.persistent->sub(r.offset, r.size);
     const Placement& placement = s.placements[r.resource];
     if (placement.first_level < 0) fail("transient '{}' is used by no pass", resource.name);
-    return s.arenas[placement.arena].range().sub(placement.offset + r.offset, r.size);
+    return s.arenas[placement.arena]->range().sub(placement.offset + r.offset, r.size);
 }
 
 void BakedGraph::bind_passes() {

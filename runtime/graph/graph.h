@@ -5,6 +5,7 @@
 // buffer that every replay submits again. Per-step values (position, cache slot...) live in buffers
 // the host writes between replays, so decode never re-records.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -75,7 +76,15 @@ private:
     uint64_t bytes_ = 0;
 };
 
+// Transient memory shared by graphs that never run at the same time (a session's graphs: every
+// replay waits for the GPU). Arena i is the largest any of them asked for so far; a graph baked
+// before it grew keeps the smaller arena it was given alive.
+struct SharedArenas {
+    std::vector<std::shared_ptr<gpu::Buffer>> arenas;
+};
+
 struct BakeOptions {
+    SharedArenas* shared_arenas = nullptr;  // none: the graph allocates transient memory of its own
     // Records no barriers at all. Wrong by design: it shows that synchronization validation catches
     // a missing dependency, and lets a benchmark price the barriers.
     bool omit_barriers = false;

@@ -16,7 +16,7 @@ struct BakedGraph::State {
     std::vector<int> level_of;                // per pass
     std::vector<std::vector<size_t>> levels;  // pass indices, in declaration order within a level
     std::vector<Placement> placements;        // per resource; used for transients
-    std::vector<gpu::Buffer> arenas;
+    std::vector<std::shared_ptr<gpu::Buffer>> arenas;
     std::vector<gpu::Buffer> owned;  // Graph::zeroed memory
     std::unique_ptr<gpu::DescriptorArena> descriptors;
     std::vector<VkDescriptorSet> sets;  // per pass

@@ -138,6 +138,50 @@ void attention(Builder& b, const std::string& name, const ops::AttentionConfig& 
     b.add(name, ops::attention_decode(b.device, config, shape, buffers));
 }
 
+std::vector<SequenceRows> sequence_rows(const Builder& b, const KvLayerRegions& cache) {
+    if (b.step.row_positions.empty()) return {{0, b.shape.n_tokens, b.step.positions, &cache.sequences.at(0), ""}};
+    std::vector<SequenceRows> rows;
+    for (uint32_t t = 0; t < b.shape.n_tokens; ++t)
+        rows.push_back({t, 1, b.step.row_positions.at(t), &cache.sequences.at(t), fmt::format(".row{}", t)});
+    return rows;
+}
+
+RowView row_view(Builder& b, const std::string& name, graph::Region whole, uint32_t floats, const SequenceRows& of,
+                 bool copy_in) {
+    RowView view{whole, whole.sub(uint64_t(of.first) * floats * f32, uint64_t(of.count) * floats * f32), floats,
+                 of.first, of.count};
+    if (b.range(view.rows).offset % b.device.caps().min_storage_buffer_offset_alignment == 0) return view;
+    view.copied = true;
+    view.rows = b.graph.transient(name, uint64_t(of.count) * floats * f32);
+    const uint32_t width = of.count * floats, total = uint32_t(b.range(whole).size / f32);
+    if (copy_in)
+        b.graph.add(name + "_gather", ops::copy_rows(b.device, b.range(whole), {total, of.first * floats},
+                                                     b.range(view.rows), {width, 0}, 1, width));
+    return view;
+}
+
+void place_rows(Builder& b, const std::string& name, const RowView& view) {
+    if (!view.copied) return;
+    const uint32_t width = view.count * view.floats, total = uint32_t(b.range(view.whole).size / f32);
+    b.graph.add(name + "_place", ops::copy_rows(b.device, b.range(view.rows), {width, 0}, b.range(view.whole),
+                                                {total, view.first * view.floats}, 1, width));
+}
+
+void sequence_attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
+                        ops::AttentionShape shape, graph::Region q, uint32_t q_floats, const KvLayerRegions& cache,
+                        bool v_from_k, graph::Region out) {
+    const uint32_t out_floats = config.n_head * config.head_dim_v;
+    for (const SequenceRows& rows : sequence_rows(b, cache)) {
+        const RowView q_rows = row_view(b, name + rows.suffix + "_q", q, q_floats, rows, true);
+        const RowView out_rows = row_view(b, name + rows.suffix + "_out", out, out_floats, rows, false);
+        shape.n_tokens = rows.count;
+        const KvSequenceRegions& seq = *rows.cache;
+        attention(b, name + rows.suffix, config, shape,
+                  {q_rows.rows, seq.k, v_from_k ? seq.k : seq.v, rows.positions, out_rows.rows});
+        place_rows(b, name + rows.suffix + "_out", out_rows);
+    }
+}
+
 void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
                    const KvLayerRegions& cache, ops::KvType kv_type) {
     const ops::AttentionConfig& c = spec.config;
@@ -155,7 +199,7 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     auto positions = b.range(b.step.positions);
     const ops::RopeKvShape rope_kv{.n_tokens = n_tokens, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
                                    .head_dim = c.head_dim_k, .head_dim_v = c.head_dim_v, .token_stride = qkv_size,
-                                   .n_cells = cache.n_cells};
+                                   .n_cells = cache.n_cells_all};
     b.graph.add(layer_name(layer, "rope_kv"),
                 ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, b.range(spec.rope_phases), positions,
                                    b.range(cache.slots), b.range(qkv), b.range(cache.k), b.range(cache.v)));
@@ -172,8 +216,8 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
                                                                    spec.temperature_beta, spec.temperature_length));
 
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
-    attention(b, layer_name(layer, "attn"), c, {n_tokens, cache.n_cells, kv_type},
-              {q, cache.k, cache.v, b.step.positions, out});
+    sequence_attention(b, layer_name(layer, "attn"), c, {n_tokens, cache.n_cells, kv_type}, q, q_size, cache, false,
+                       out);
 
     residual_add(b, layer_name(layer, "post_attention_norm"), x, weights.post_norm, spec.rms_eps,
                  [&](graph::Region y, bool accumulate) {

@@ -15,16 +15,30 @@ struct StepInputs {
     graph::Region positions;  // int32 [n_tokens]: their positions, ascending; the last is the batch's last
     // f32 [n_tokens][n_embd] that replace the token embedding lookup (an image's embeddings), or none.
     std::optional<graph::Region> embeddings;
+    // A step over several sequences, one token each (Session::decode): token t's position alone in
+    // row_positions[t], a region a pass can bind by itself. Empty: the tokens are one sequence's.
+    std::vector<graph::Region> row_positions;
+};
+
+// One sequence's cells of one layer (sub-regions of KvLayerRegions' k, v and extra).
+struct KvSequenceRegions {
+    graph::Region k, v, extra;
 };
 
 // One layer's cache. A full cache's cell j holds position j; a circular (window) cache's cell j holds
-// the latest position p written so far with p = j (mod n_cells).
+// the latest position p written so far with p = j (mod n_cells). Every sequence has n_cells cells of
+// its own in k, v and extra, which writes address through the slots.
 struct KvLayerRegions {
-    graph::Region k, v;     // [n_cells] rows of the layout's k_row / v_row; v: none when v_row is 0
-    graph::Region extra;    // f32 [n_cells][extra_row]; none when extra_row is 0
-    graph::Region slots;    // int32 [n_tokens]: the cell each token writes (position mod n_cells); -1: none
-    uint32_t n_cells = 0;
+    graph::Region k, v;     // [n_cells_all] rows of the layout's k_row / v_row; v: none when v_row is 0
+    graph::Region extra;    // f32 [n_cells_all][extra_row]; none when extra_row is 0
+    graph::Region slots;    // int32 [n_tokens]: the cell each token writes (its sequence's first cell +
+                            // position mod n_cells); -1: none
+    uint32_t n_cells = 0;   // of one sequence
+    uint32_t n_cells_all = 0;  // of k, v and extra: every sequence's, and padding that aligns them
     bool circular = false;  // n_cells < the context: cells are reused (model::KvLayerLayout::window)
+    // The cells attention reads: one sequence's for all the tokens, or with StepInputs::row_positions
+    // token t's sequence's at [t].
+    std::vector<KvSequenceRegions> sequences;
 };
 
 struct KvCacheRegions {

@@ -233,50 +233,64 @@ private:
         auto v = b.graph.transient(layer_name(il, "attn_v"), uint64_t(n_tokens) * hp_.n_head_kv * hp_.head_dim_v * f32);
         blocks::project(b, layer_name(il, "attn_v_proj"), l.attn_v, normed, v, false);
         const uint32_t k_row = hp_.n_head_kv * hp_.head_dim_k, v_row = hp_.n_head_kv * hp_.head_dim_v;
-        b.graph.add(layer_name(il, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells},
+        b.graph.add(layer_name(il, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells_all},
                                                              b.range(k), b.range(cache.slots), b.range(cache.k)));
-        b.graph.add(layer_name(il, "cache_v"), ops::kv_write(b.device, kv_type, {n_tokens, v_row, v_row, cache.n_cells},
+        b.graph.add(layer_name(il, "cache_v"), ops::kv_write(b.device, kv_type, {n_tokens, v_row, v_row, cache.n_cells_all},
                                                              b.range(v), b.range(cache.slots), b.range(cache.v)));
 
         const ops::AttentionShape shape{n_tokens, cache.n_cells, kv_type};
         auto out = b.graph.transient(layer_name(il, "attn_out"), uint64_t(n_tokens) * hp_.n_head * hp_.head_dim_v * f32);
-        if (l.indexer) {
-            const ops::MsaSelection selection = select_blocks(b, il, normed, *l.indexer, cache, phases);
-            b.graph.add(layer_name(il, "msa_attn"),
-                        ops::msa_attention(b.device, config, hp_.msa, shape,
-                                           {b.range(q), b.range(cache.k), b.range(cache.v), b.range(b.step.positions),
-                                            b.range(out), selection}));
-        } else {
-            dense_attention(b, il, config, shape, q, cache, out);
-        }
+        if (l.indexer)
+            sparse_attention(b, il, config, shape, normed, *l.indexer, q, cache, out, phases);
+        else
+            blocks::sequence_attention(b, layer_name(il, "attn"), config, shape, q, hp_.n_head * hp_.head_dim_k, cache,
+                                       false, out);
         blocks::project(b, layer_name(il, "attn_output"), l.attn_output, out, x, true);
     }
 
-    // The indexer: index queries and this step's index keys, the keys cached, the blocks selected.
-    ops::MsaSelection select_blocks(blocks::Builder& b, int il, graph::Region normed, const IndexerWeights& w,
-                                    const KvLayerRegions& cache, graph::Region phases) const {
+    // The indexer's queries and this step's index keys, the keys cached; then per sequence the blocks
+    // selected and each group's heads over them.
+    void sparse_attention(blocks::Builder& b, int il, const ops::AttentionConfig& config, ops::AttentionShape shape,
+                          graph::Region normed, const IndexerWeights& w, graph::Region q, const KvLayerRegions& cache,
+                          graph::Region out, graph::Region phases) const {
         const ops::MsaConfig& msa = hp_.msa;
         const uint32_t n_tokens = b.shape.n_tokens;
         auto index_q = head_projection(b, layer_name(il, "indexer_q"), normed, w.q_proj, w.q_norm, msa.n_index_head,
                                        msa.index_dim, phases);
         auto index_k = head_projection(b, layer_name(il, "indexer_k"), normed, w.k_proj, w.k_norm, 1, msa.index_dim, phases);
         b.graph.add(layer_name(il, "indexer_cache_k"),
-                    ops::msa_key_write(b.device, msa, n_tokens, 0, cache.n_cells, b.range(index_k), b.range(cache.slots),
-                                       b.range(cache.extra)));
-        const ops::MsaShape shape{n_tokens, cache.n_cells, 0};
-        const uint64_t selected_bytes = uint64_t(n_tokens) * msa.n_index_head * ops::msa_selected(msa, cache.n_cells) * f32;
-        auto scores = b.graph.transient(layer_name(il, "msa_scores"), selected_bytes);
-        auto blocks = b.graph.transient(layer_name(il, "msa_blocks"), selected_bytes);
-        auto scratch = b.graph.transient(layer_name(il, "msa_scratch"), ops::msa_select_scratch_bytes(msa, shape));
-        const ops::MsaSelection selection{b.range(scores), b.range(blocks)};
-        b.add(layer_name(il, "indexer"), ops::msa_select(b.device, msa, shape, b.range(index_q), b.range(cache.extra),
-                                                         b.range(b.step.positions), selection, b.range(scratch)));
-        return selection;
+                    ops::msa_key_write(b.device, msa, n_tokens, 0, cache.n_cells_all, b.range(index_k),
+                                       b.range(cache.slots), b.range(cache.extra)));
+        for (const blocks::SequenceRows& rows : blocks::sequence_rows(b, cache)) {
+            const ops::MsaSelection selection = select_blocks(b, il, index_q, rows, cache.n_cells);
+            const blocks::RowView q_rows = blocks::row_view(b, layer_name(il, "msa_attn" + rows.suffix + "_q"), q,
+                                                            hp_.n_head * hp_.head_dim_k, rows, true);
+            const blocks::RowView out_rows = blocks::row_view(b, layer_name(il, "msa_attn" + rows.suffix + "_out"), out,
+                                                              hp_.n_head * hp_.head_dim_v, rows, false);
+            shape.n_tokens = rows.count;
+            b.graph.add(layer_name(il, "msa_attn" + rows.suffix),
+                        ops::msa_attention(b.device, config, msa, shape,
+                                           {b.range(q_rows.rows), b.range(rows.cache->k), b.range(rows.cache->v),
+                                            b.range(rows.positions), b.range(out_rows.rows), selection}));
+            blocks::place_rows(b, layer_name(il, "msa_attn" + rows.suffix + "_out"), out_rows);
+        }
     }
 
-    void dense_attention(blocks::Builder& b, int il, const ops::AttentionConfig& config, const ops::AttentionShape& shape,
-                         graph::Region q, const KvLayerRegions& cache, graph::Region out) const {
-        blocks::attention(b, layer_name(il, "attn"), config, shape, {q, cache.k, cache.v, b.step.positions, out});
+    // The top-k blocks of one sequence's index keys for its rows' index queries.
+    ops::MsaSelection select_blocks(blocks::Builder& b, int il, graph::Region index_q, const blocks::SequenceRows& rows,
+                                    uint32_t n_cells) const {
+        const ops::MsaConfig& msa = hp_.msa;
+        const std::string name = layer_name(il, "indexer" + rows.suffix);
+        const blocks::RowView q_rows = blocks::row_view(b, name + "_q", index_q, msa.n_index_head * msa.index_dim, rows, true);
+        const ops::MsaShape shape{rows.count, n_cells, 0};
+        const uint64_t selected_bytes = uint64_t(rows.count) * msa.n_index_head * ops::msa_selected(msa, n_cells) * f32;
+        auto scores = b.graph.transient(layer_name(il, "msa_scores" + rows.suffix), selected_bytes);
+        auto blocks = b.graph.transient(layer_name(il, "msa_blocks" + rows.suffix), selected_bytes);
+        auto scratch = b.graph.transient(layer_name(il, "msa_scratch" + rows.suffix), ops::msa_select_scratch_bytes(msa, shape));
+        const ops::MsaSelection selection{b.range(scores), b.range(blocks)};
+        b.add(name, ops::msa_select(b.device, msa, shape, b.range(q_rows.rows), b.range(rows.cache->extra),
+                                    b.range(rows.positions), selection, b.range(scratch)));
+        return selection;
     }
 };
 

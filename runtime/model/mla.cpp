@@ -70,7 +70,7 @@ void write_cache_rows(Builder& b, int layer, graph::Region normed, const MlaWeig
         b.graph.add(layer_name(layer, "latent_place"),
                     ops::copy_rows(b.device, b.range(latent), {R, 0}, b.range(rows), {k_row, 0}, n_tokens, R));
     }
-    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells},
+    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells_all},
                                                             b.range(rows), b.range(cache.slots), b.range(cache.k)));
 }
 
@@ -91,7 +91,8 @@ void attention_mla(Builder& b, int layer, graph::Region x, const MlaWeights& wei
                                       .head_dim_v = spec.kv_lora_rank, .scale = spec.kq_scale, .float16 = false};
     const ops::AttentionShape shape{.n_tokens = n_tokens, .n_cells = cache.n_cells, .kv_type = kv_type, .v_stride = k_row};
     auto latent_out = b.graph.transient(layer_name(layer, "attn_latent_out"), n_tokens * spec.n_head * spec.kv_lora_rank * f32);
-    blocks::attention(b, layer_name(layer, "attn"), config, shape, {q, cache.k, cache.k, b.step.positions, latent_out});
+    sequence_attention(b, layer_name(layer, "attn"), config, shape, q, spec.n_head * k_row, cache, /*v_from_k=*/true,
+                       latent_out);
 
     // Each head's latent output back to v_head_dim values through its slice of attn_v_b.
     const uint32_t out_row = spec.n_head * spec.v_head_dim, latent_row = spec.n_head * spec.kv_lora_rank;

@@ -20,8 +20,9 @@ constexpr uint32_t decode_max_accumulators = 16;
 // worker_keys: on GPUs enough workgroups to fill the device at long contexts; on CPU devices, where
 // every workgroup has a sizable fixed cost, about cpu_decode_workgroups in all.
 constexpr uint32_t decode_max_workers = 64, gpu_worker_keys = 256, cpu_worker_keys = 512, cpu_decode_workgroups = 16;
-// Keys one decode workgroup may take: its loop runs once per block of keys (lavapipe's loop cap).
-constexpr uint32_t decode_max_worker_keys = 65536;
+// Keys one decode workgroup may take: its loop runs once per block of keys (lavapipe's loop cap), and
+// with basic subgroup operations (subgroup_ops.glsl's loops) about once per key and head.
+constexpr uint32_t decode_max_worker_keys = 65536, decode_max_worker_keys_basic = 2048;
 constexpr uint32_t prefill_rows_per_thread = 4;
 constexpr uint32_t prefill_tiles_per_pass = 64;  // keeps each invocation's loops in the low thousands
 constexpr uint32_t prefill_min_tile = 8;          // keys per tile: 32, 16 or 8 (fit_prefill_launch)
@@ -58,12 +59,12 @@ void check(const AttentionConfig& config, const AttentionShape& shape, const Att
 
 // Workgroups per head group a decode dispatch needs (under the loop cap) and may have (up to
 // decode_max_workers, no more than the cells); scratch is sized for the latter.
-uint32_t decode_workers_needed(const AttentionShape& shape) {
-    return (shape.n_cells + decode_max_worker_keys - 1) / decode_max_worker_keys;
+uint32_t decode_workers_needed(const AttentionShape& shape, uint32_t max_worker_keys) {
+    return (shape.n_cells + max_worker_keys - 1) / max_worker_keys;
 }
 
 uint32_t decode_workers_bound(const AttentionShape& shape) {
-    return std::max(std::min(decode_max_workers, shape.n_cells), decode_workers_needed(shape));
+    return std::max(std::min(decode_max_workers, shape.n_cells), decode_workers_needed(shape, decode_max_worker_keys_basic));
 }
 
 // Bytes of the partial outputs, aligned so the partial statistics after them can be bound.
@@ -180,7 +181,9 @@ std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const Attention
     uint32_t workers = workers_wanted ? workers_wanted
                        : cpu            ? (cpu_decode_workgroups + head_groups * shape.n_tokens - 1) / (head_groups * shape.n_tokens)
                                         : (shape.n_cells + gpu_worker_keys - 1) / gpu_worker_keys;
-    workers = std::max(std::min(workers, decode_workers_bound(shape)), decode_workers_needed(shape));
+    const uint32_t max_worker_keys =
+        caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) ? decode_max_worker_keys : decode_max_worker_keys_basic;
+    workers = std::max(std::min(workers, decode_workers_bound(shape)), decode_workers_needed(shape, max_worker_keys));
     if (shape.n_tokens > caps.max_workgroup_count[2] || head_groups > caps.max_workgroup_count[1] ||
         workers > caps.max_workgroup_count[0])
         fail("attention_decode: {} queries over {} cells exceed the device's dispatch limits", shape.n_tokens, shape.n_cells);

@@ -5,13 +5,14 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "ops/matvec.h"
+#include "ops/workgroup.h"
 #include "params.h"
 
 namespace vkllm::ops {
 
 namespace {
 
-constexpr uint32_t workgroup_size = 256;
+constexpr uint32_t preferred_workgroup_size = 256;
 
 // One invocation per 4 elements (shaders/elementwise.comp); operands are (range, floats needed).
 gpu::Dispatch elementwise(gpu::Device& device, const char* name,
@@ -24,6 +25,7 @@ gpu::Dispatch elementwise(gpu::Device& device, const char* name,
     }
     if (params.n == 0 || y.size < uint64_t(params.n) * 4) fail("{}: {} elements into {} bytes", name, params.n, y.size);
     dispatch.bindings.push_back({y, gpu::Access::Write});
+    const uint32_t workgroup_size = flat_workgroup_size(device.caps(), preferred_workgroup_size);
     dispatch.pipeline = &device.pipelines().get(name, {{0, workgroup_size}});
     dispatch.params(params);
     const uint64_t invocations = (uint64_t(params.n) + 3) / 4;

@@ -3,12 +3,13 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "ops/matvec.h"
+#include "ops/workgroup.h"
 #include "params.h"
 
 namespace vkllm::ops {
 
 gpu::Dispatch gelu(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n) {
-    constexpr uint32_t workgroup_size = 256;
+    const uint32_t workgroup_size = flat_workgroup_size(device.caps(), 256);
     if (n == 0 || x.size < uint64_t(n) * 4 || y.size < uint64_t(n) * 4)
         fail("gelu: {} elements need {} bytes, the buffers hold {} and {}", n, uint64_t(n) * 4, x.size, y.size);
     gpu::Dispatch dispatch;

@@ -15,7 +15,7 @@ gpu::Dispatch layernorm(gpu::Device& device, const gpu::BufferRange& x, const gp
         fail("layernorm: {} rows of {} need x and y of {} bytes and a weight and bias of {}, got {}, {}, {} and {}",
              n_rows, n, bytes, n * 4, x.size, y.size, weight.size, bias.size);
     gpu::Dispatch dispatch;
-    dispatch.pipeline = &device.pipelines().get("layernorm", {{0, row_workgroup_size(n)}});
+    dispatch.pipeline = &device.pipelines().get("layernorm", {{0, row_workgroup_size(device.caps(), n)}});
     dispatch.bindings = {{weight, gpu::Access::Read}, {bias, gpu::Access::Read}, {x, gpu::Access::Read},
                          {y, gpu::Access::Write}};
     dispatch.params(params::RmsNormParams{.n = n, .n_rows = n_rows, .eps = eps});

@@ -27,19 +27,25 @@ uint32_t workgroup_size(const MatmulConfig& config) {
     return config.tile_rows / outputs_per_lane * (config.tile_tokens / outputs_per_lane);
 }
 
+uint64_t shared_bytes(const MatmulConfig& config) {
+    return config.texel_reads ? 0 : uint64_t(config.tile_rows + config.tile_tokens) * tile_line_bytes;
+}
+
+bool fits_device(const MatmulConfig& config, const gpu::Capabilities& caps) {
+    const uint32_t invocations = workgroup_size(config);
+    return invocations <= caps.max_workgroup_invocations && invocations <= caps.max_workgroup_size[0] &&
+           shared_bytes(config) <= caps.max_shared_memory;
+}
+
 void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
     const bool tokens_fit = config.texel_reads ? config.tile_tokens <= max_lane_tokens
                                                : config.tile_tokens % outputs_per_lane == 0;
     if (config.tile_rows == 0 || config.tile_tokens == 0 || config.tile_rows % outputs_per_lane != 0 || !tokens_fit)
         fail("matmul: a {} x {} tile does not fit the {} kernel", config.tile_rows, config.tile_tokens,
              config.texel_reads ? "texel-read" : "shared-memory");
-    const uint32_t invocations = workgroup_size(config);
-    const uint64_t shared_bytes =
-        config.texel_reads ? 0 : uint64_t(config.tile_rows + config.tile_tokens) * tile_line_bytes;
-    if (invocations > caps.max_workgroup_invocations || invocations > caps.max_workgroup_size[0] ||
-        shared_bytes > caps.max_shared_memory)
+    if (!fits_device(config, caps))
         fail("matmul: a {} x {} tile needs {} invocations and {} bytes of shared memory, more than the device has",
-             config.tile_rows, config.tile_tokens, invocations, shared_bytes);
+             config.tile_rows, config.tile_tokens, workgroup_size(config), shared_bytes(config));
     if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
         fail("matmul: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
 }
@@ -53,8 +59,12 @@ MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type) {
         if (caps.texel_reads()) return {.tile_rows = 32, .tile_tokens = 4, .float16 = false, .texel_reads = true};
         return {.tile_rows = 32, .tile_tokens = 32, .float16 = false, .texel_reads = false};
     }
-    return {.tile_rows = 64, .tile_tokens = 64, .float16 = caps.use_float16() && has_f16_variant(type),
-            .texel_reads = caps.texel_reads()};
+    // 64 x 64 tiles, halved (tokens first) on devices with smaller workgroups or shared memory.
+    MatmulConfig config{.tile_rows = 64, .tile_tokens = 64, .float16 = caps.use_float16() && has_f16_variant(type),
+                        .texel_reads = caps.texel_reads()};
+    while (!fits_device(config, caps) && config.tile_tokens > outputs_per_lane) config.tile_tokens /= 2;
+    while (!fits_device(config, caps) && config.tile_rows > outputs_per_lane) config.tile_rows /= 2;
+    return config;
 }
 
 std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config) {

@@ -3,12 +3,13 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "ops/matvec.h"
+#include "ops/workgroup.h"
 #include "params.h"
 
 namespace vkllm::ops {
 namespace {
 
-constexpr uint32_t workgroup_size = 256;
+constexpr uint32_t preferred_workgroup_size = 256;
 
 gpu::Dispatch grid_dispatch(gpu::Device& device, const char* name, PatchGrid grid, uint32_t k, uint64_t n_out,
                             std::initializer_list<gpu::BufferRange> inputs, const gpu::BufferRange& out) {
@@ -20,6 +21,7 @@ gpu::Dispatch grid_dispatch(gpu::Device& device, const char* name, PatchGrid gri
         fail("{}: {} floats in and {} out do not fit buffers of {} and {} bytes", name, n_in, n_out,
              inputs.begin()->size, out.size);
     gpu::Dispatch dispatch;
+    const uint32_t workgroup_size = flat_workgroup_size(device.caps(), preferred_workgroup_size);
     dispatch.pipeline = &device.pipelines().get(name, {{0, workgroup_size}});
     for (const gpu::BufferRange& input : inputs) dispatch.bindings.push_back({input, gpu::Access::Read});
     dispatch.bindings.push_back({out, gpu::Access::Write});

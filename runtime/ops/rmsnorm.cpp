@@ -8,11 +8,14 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "ops/matvec.h"
+#include "ops/workgroup.h"
 #include "params.h"
 
 namespace vkllm::ops {
 
-uint32_t row_workgroup_size(uint32_t n) { return std::clamp(std::bit_ceil((n + 3) / 4), 64u, 256u); }
+uint32_t row_workgroup_size(const gpu::Capabilities& caps, uint32_t n) {
+    return flat_workgroup_size(caps, std::clamp(std::bit_ceil((n + 3) / 4), 64u, 256u));
+}
 
 gpu::Dispatch rmsnorm(gpu::Device& device, const gpu::BufferRange& x, std::optional<gpu::BufferRange> weight,
                       const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps) {
@@ -36,7 +39,7 @@ gpu::Dispatch norm_rows(gpu::Device& device, std::string_view pipeline, std::vec
         fail("rmsnorm: {} rows of {} need x and y of {} bytes and weights of {}, got {} and {}", n_rows, n, bytes,
              n * 4, x.size, y.size);
     gpu::Dispatch dispatch;
-    dispatch.pipeline = &device.pipelines().get(pipeline, {{0, row_workgroup_size(n)}});
+    dispatch.pipeline = &device.pipelines().get(pipeline, {{0, row_workgroup_size(device.caps(), n)}});
     for (const gpu::BufferRange& weight : weights) dispatch.bindings.push_back({weight, gpu::Access::Read});
     dispatch.bindings.push_back({x, gpu::Access::Read});
     dispatch.bindings.push_back({y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write});

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "gpu/capabilities.h"
 #include "gpu/dispatch.h"
 
 namespace vkllm::ops {
@@ -29,7 +30,7 @@ gpu::Dispatch rmsnorm_qk_heads(gpu::Device& device, const gpu::BufferRange& qkv,
                                uint32_t n_head_kv, uint32_t n_tokens, uint32_t qkv_stride, float eps);
 
 // Invocations for one workgroup per row of n floats: enough for a vec4 each up to 256, at least 64
-// so that whole subgroups of every device fill it.
-uint32_t row_workgroup_size(uint32_t n);
+// so that whole subgroups of every device fill it; no more than the device allows.
+uint32_t row_workgroup_size(const gpu::Capabilities& caps, uint32_t n);
 
 }  // namespace vkllm::ops

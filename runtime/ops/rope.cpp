@@ -7,13 +7,14 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "ops/matvec.h"
+#include "ops/workgroup.h"
 #include "params.h"
 
 namespace vkllm::ops {
 
 namespace {
 
-constexpr uint32_t workgroup_size = 256;
+constexpr uint32_t preferred_workgroup_size = 256;
 
 void check_config(const RopeConfig& config, uint32_t head_dim) {
     if (config.n_dims == 0 || config.n_dims % 2 != 0 || config.n_dims > head_dim)
@@ -64,6 +65,7 @@ gpu::Dispatch rope(gpu::Device& device, const RopeConfig& config, const RopeShap
         x.size < (uint64_t(shape.n_tokens) - 1) * stride * 4 + uint64_t(shape.n_head) * shape.head_dim * 4)
         fail("rope: buffers too small for {} tokens of {} heads of {}", shape.n_tokens, shape.n_head, shape.head_dim);
     gpu::Dispatch dispatch;
+    const uint32_t workgroup_size = flat_workgroup_size(device.caps(), preferred_workgroup_size);
     dispatch.pipeline =
         &device.pipelines().get("rope", {{0, workgroup_size}, {3, config.mode == RopeMode::Neox ? 1u : 0u}});
     dispatch.bindings = {{phases, gpu::Access::Read}, {positions, gpu::Access::Read}, {x, gpu::Access::ReadWrite}};
@@ -81,6 +83,7 @@ gpu::Dispatch attn_temp(gpu::Device& device, const gpu::BufferRange& positions, 
     if (positions.size < uint64_t(n_tokens) * 4 || x.size < uint64_t(n_tokens) * row * 4)
         fail("attn_temp: buffers too small for {} tokens of {}", n_tokens, row);
     gpu::Dispatch dispatch;
+    const uint32_t workgroup_size = flat_workgroup_size(device.caps(), preferred_workgroup_size);
     dispatch.pipeline = &device.pipelines().get("attn_temp", {{0, workgroup_size}});
     dispatch.bindings = {{positions, gpu::Access::Read}, {x, gpu::Access::ReadWrite}};
     dispatch.params(params::AttnTempParams{.n_tokens = n_tokens, .row = row, .floor_length = floor_length,

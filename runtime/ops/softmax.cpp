@@ -14,7 +14,7 @@ gpu::Dispatch softmax(gpu::Device& device, const gpu::BufferRange& x, const gpu:
     if (n == 0 || x.size < bytes || y.size < bytes)
         fail("softmax: {} rows of {} need {} bytes, got x of {} and y of {}", n_rows, n, bytes, x.size, y.size);
     gpu::Dispatch dispatch;
-    dispatch.pipeline = &device.pipelines().get("softmax", {{0, row_workgroup_size(n)}});
+    dispatch.pipeline = &device.pipelines().get("softmax", {{0, row_workgroup_size(device.caps(), n)}});
     dispatch.bindings = {{x, gpu::Access::Read}, {y, gpu::Access::Write}};
     dispatch.params(params::SoftmaxParams{.n = n, .n_rows = n_rows, .scale = scale});
     dispatch.groups = group_grid(n_rows, device.caps());

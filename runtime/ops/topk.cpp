@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "gpu/device.h"
+#include "ops/workgroup.h"
 #include "params.h"
 
 namespace vkllm::ops {
@@ -16,7 +17,7 @@ constexpr uint32_t chunk_elems = 16 * workgroup_size;
 gpu::Dispatch pass(gpu::Device& device, const char* name, std::vector<gpu::Binding> bindings,
                    const params::TopKParams& params, uint32_t chunks) {
     gpu::Dispatch dispatch;
-    dispatch.pipeline = &device.pipelines().get(name, {{0, workgroup_size}});
+    dispatch.pipeline = &device.pipelines().get(name, {{0, flat_workgroup_size(device.caps(), workgroup_size)}});
     dispatch.bindings = std::move(bindings);
     dispatch.params(params);
     dispatch.groups = {chunks, params.n_rows, 1};

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -50,12 +51,36 @@ void apply_penalties(std::span<float> logits, std::span<const TokenId> recent, c
     }
 }
 
+void validate(const SamplerParams& p, const ParamNames& names) {
+    if (!std::isfinite(p.temperature) || p.temperature < 0)
+        fail("{} must be a finite number of at least 0 (0 always picks the most likely token), not {}",
+             names.temperature, p.temperature);
+    if (p.top_k < 0) fail("{} must be at least 0 (0 turns it off), not {}", names.top_k, p.top_k);
+    if (!(p.top_p > 0 && p.top_p <= 1))
+        fail("{} must be above 0 and at most 1 (1 turns it off), not {}", names.top_p, p.top_p);
+    if (!(p.min_p >= 0 && p.min_p <= 1))
+        fail("{} must be between 0 and 1 (0 turns it off), not {}", names.min_p, p.min_p);
+    if (!std::isfinite(p.repeat_penalty) || p.repeat_penalty <= 0)
+        fail("{} must be a finite number above 0 (1 turns it off), not {}", names.repeat_penalty, p.repeat_penalty);
+    if (!std::isfinite(p.frequency_penalty))
+        fail("{} must be a finite number (0 turns it off), not {}", names.frequency_penalty, p.frequency_penalty);
+    if (!std::isfinite(p.presence_penalty))
+        fail("{} must be a finite number (0 turns it off), not {}", names.presence_penalty, p.presence_penalty);
+    if (p.penalty_last_n < -1)
+        fail("{} must be at least -1 (-1: every token so far, 0: off), not {}", names.penalty_last_n, p.penalty_last_n);
+}
+
+uint64_t random_seed() {
+    std::random_device entropy;
+    return (uint64_t(entropy()) << 32) | entropy();
+}
+
 Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
 
 void Sampler::accept(TokenId token) {
-    if (params_.penalty_last_n <= 0) return;
+    if (params_.penalty_last_n == 0) return;
     recent_.push_back(token);
-    while (recent_.size() > size_t(params_.penalty_last_n)) recent_.pop_front();
+    while (params_.penalty_last_n > 0 && recent_.size() > size_t(params_.penalty_last_n)) recent_.pop_front();
 }
 
 void Sampler::reset() {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace vkllm::sampling {
@@ -33,9 +34,23 @@ struct SamplerParams {
     float repeat_penalty = 1.0f;     // 1: off; divides positive logits, multiplies negative ones
     float frequency_penalty = 0.0f;  // subtracted once per occurrence in the window
     float presence_penalty = 0.0f;   // subtracted once if present in the window
-    int penalty_last_n = 64;         // window of recent tokens the penalties look at; 0: off
+    int penalty_last_n = 64;         // window of recent tokens the penalties look at; 0: off; -1: all
     uint64_t seed = 0;
 };
+
+// The name each parameter has where the user gave it (a command-line flag, a JSON key), for errors.
+struct ParamNames {
+    std::string_view temperature = "temperature", top_k = "top_k", top_p = "top_p", min_p = "min_p",
+                     repeat_penalty = "repeat_penalty", frequency_penalty = "frequency_penalty",
+                     presence_penalty = "presence_penalty", penalty_last_n = "repeat_last_n";
+};
+
+// Throws one sentence naming the first value outside its range (a NaN or infinite temperature, a
+// top-p outside (0, 1], a repeat penalty <= 0...), before any token is sampled with it.
+void validate(const SamplerParams& params, const ParamNames& names = {});
+
+// A seed from the operating system's entropy, for llama.cpp's --seed -1 (every run differs).
+uint64_t random_seed();
 
 TokenId argmax(std::span<const float> logits);  // the first maximum
 

@@ -1,5 +1,8 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
+#include "gpu/profiles.h"
 #include "gpu_fixture.h"
 
 using namespace vkllm;
@@ -21,12 +24,56 @@ TEST_CASE("the probe reads lavapipe-or-GPU capabilities that shader variants dep
     if (caps.compute_timestamps) CHECK(caps.timestamp_period_ns > 0);
 }
 
-TEST_CASE("VKLLM_DISABLE_F16 forces the fp32 fallbacks") {
-    const gpu::Capabilities& caps = test::device().caps();
+// Switches are read when a device is probed, never per call: setting one later changes nothing.
+TEST_CASE("VKLLM_DISABLE_F16 forces the fp32 fallbacks when the device is probed") {
+    gpu::Capabilities caps = test::device().caps();
+    const bool created_with = caps.use_float16();
     setenv("VKLLM_DISABLE_F16", "1", 1);
+    CHECK(test::device().caps().use_float16() == created_with);
+    gpu::apply_switches(caps);
     CHECK_FALSE(caps.use_float16());
     unsetenv("VKLLM_DISABLE_F16");
+    gpu::apply_switches(caps);
     CHECK(caps.use_float16() == (caps.float16 && caps.storage_buffer_16bit));
+    {
+        test::Float32Kernels fp32;
+        CHECK_FALSE(test::device().caps().use_float16());
+    }
+    CHECK(test::device().caps().use_float16() == created_with);
+}
+
+TEST_CASE("a device profile clamps limits and features, and a missing requirement names it") {
+    gpu::Capabilities caps = test::device().caps();
+    caps.profile.clear();
+    gpu::Capabilities mali = caps;
+    gpu::apply_profile(mali, "mobile-mali");
+    CHECK(mali.profile == "mobile-mali");
+    CHECK(mali.max_shared_memory == std::min(caps.max_shared_memory, 32u * 1024));
+    CHECK(mali.max_workgroup_invocations == std::min(caps.max_workgroup_invocations, 256u));
+    CHECK(mali.max_storage_buffer_range <= 128ull << 20);
+    CHECK_FALSE(mali.float16);
+    CHECK(mali.type != VK_PHYSICAL_DEVICE_TYPE_CPU);
+    CHECK(gpu::missing_requirements(mali).empty());
+
+    gpu::Capabilities minimum = caps;
+    gpu::apply_profile(minimum, "vulkan-1.1-minimum");
+    CHECK(minimum.max_shared_memory == 16u * 1024);
+    CHECK(minimum.max_workgroup_invocations == 128);
+    CHECK_FALSE(minimum.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT));
+    CHECK_FALSE(minimum.storage_buffer_8bit);
+    CHECK(gpu::missing_requirements(minimum).empty());  // kernels have _basic builds
+    minimum.subgroup_operations = 0;
+    CHECK(gpu::missing_requirements(minimum).find("basic subgroup operations") != std::string::npos);
+    CHECK(gpu::missing_requirements(minimum).find("vulkan-1.1-minimum") != std::string::npos);
+
+    CHECK_THROWS_WITH_AS(gpu::apply_profile(caps, "phone"), doctest::Contains("mobile-mali"), Error);
+}
+
+TEST_CASE("null hardware is never chosen to run, only opened to compile") {
+    gpu::Capabilities caps = test::device().caps();
+    caps.null_hardware = true;
+    CHECK(gpu::missing_requirements(caps).find("null hardware") != std::string::npos);
+    CHECK(gpu::missing_requirements(caps, /*compile_only=*/true).empty());
 }
 
 TEST_CASE("devices are chosen by index or by part of the name, and a bad selector is an error") {

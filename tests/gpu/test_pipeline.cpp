@@ -3,6 +3,7 @@
 #include <bit>
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "gpu/pipeline.h"
 #include "gpu/shaders.h"
@@ -25,7 +26,38 @@ std::vector<float> run_axpy(const gpu::Pipeline& pipeline, const std::vector<flo
     return test::download(y_buffer, y.size());
 }
 
+// Whether the SPIR-V declares a capability (OpCapability: opcode 17, two words).
+bool declares_capability(std::span<const uint32_t> spirv, uint32_t capability) {
+    for (size_t word = 5; word < spirv.size();) {
+        const uint32_t count = spirv[word] >> 16;
+        if (count == 0) break;
+        if ((spirv[word] & 0xFFFF) == 17 && word + 1 < spirv.size() && spirv[word + 1] == capability) return true;
+        word += count;
+    }
+    return false;
+}
+
 }  // namespace
+
+// A device with only basic subgroup operations (the Vulkan 1.1 minimum) gets kernels that declare
+// neither subgroup arithmetic nor ballots; every kernel using them has such a build.
+TEST_CASE("without subgroup arithmetic or ballots, kernels come from their _basic builds") {
+    constexpr uint32_t arithmetic = 63, ballot = 64;  // GroupNonUniformArithmetic, GroupNonUniformBallot
+    gpu::Capabilities basic = test::device().caps();
+    basic.subgroup_operations = VK_SUBGROUP_FEATURE_BASIC_BIT;
+    size_t kernels_with_basic_builds = 0;
+    for (const shaders::Embedded& shader : shaders::all()) {
+        if (shader.name.ends_with("_basic")) continue;
+        CAPTURE(shader.name);
+        const std::span<const uint32_t> chosen = gpu::kernel_spirv(shader.name, basic);
+        CHECK_FALSE(declares_capability(chosen, arithmetic));
+        CHECK_FALSE(declares_capability(chosen, ballot));
+        if (chosen.data() != shader.spirv.data()) ++kernels_with_basic_builds;
+        CHECK(gpu::kernel_spirv(shader.name, test::device().caps()).data() == shader.spirv.data());
+    }
+    CHECK(declares_capability(shaders::find("rmsnorm"), arithmetic));  // the check above can fail
+    CHECK(kernels_with_basic_builds > 50);
+}
 
 TEST_CASE("every embedded shader reflects: buffers from binding 0 on, push constants, workgroup size") {
     REQUIRE(!shaders::all().empty());

@@ -170,6 +170,37 @@ TEST_CASE("transients whose lifetimes do not overlap share memory, and results s
     CHECK(f.read(1) == expected(expected(expected(expected(input, 2, 0), 3, 1), 5, 2), 7, 3));
 }
 
+TEST_CASE("graphs baked with shared arenas share transient memory; a larger one grows it, the older keeps its own") {
+    Fixture f({2, 3}, 3);
+    auto input = f.read(0);
+    graph::SharedArenas arenas;
+    // x -> t -> out: y = (x * 2) * 3, through a transient of `size` bytes.
+    auto bake = [&](graph::Region* t_region, VkDeviceSize size, size_t out) {
+        graph::Graph g(test::device());
+        auto step = g.persistent("step", f.step.range());
+        auto x = g.persistent("x", f.arrays[0].range()), y = g.persistent("out", f.arrays[out].range());
+        *t_region = g.transient("t", size);
+        scale(g, "first", step, x, *t_region, 0);
+        scale(g, "second", step, *t_region, y, 1);
+        return std::move(g).bake({.shared_arenas = &arenas});
+    };
+    graph::Region t1, t2, t3;
+    graph::BakedGraph small = bake(&t1, bytes, 1), same = bake(&t2, bytes, 2);
+    REQUIRE(arenas.arenas.size() == 1);
+    auto same_memory = [](const gpu::BufferRange& a, const gpu::BufferRange& b) {
+        return a.buffer == b.buffer && a.offset == b.offset;
+    };
+    CHECK(same_memory(small.physical(t1), same.physical(t2)));
+    const gpu::Buffer* first = arenas.arenas[0].get();
+    graph::BakedGraph larger = bake(&t3, 2 * bytes, 2);
+    CHECK(arenas.arenas[0].get() != first);
+    CHECK(arenas.arenas[0]->size() >= 2 * bytes);
+    CHECK(!same_memory(larger.physical(t3), small.physical(t1)));
+    for (graph::BakedGraph* baked : {&small, &same, &larger, &small}) baked->replay();
+    CHECK(f.read(1) == expected(input, 6));
+    CHECK(f.read(2) == expected(input, 6));
+}
+
 TEST_CASE("a graph replayed 1000 times with changing step values matches a fresh recording each time") {
     Fixture replayed({1, 1}, 3), fresh({1, 1}, 3);
     auto build = [](Fixture& f) {

@@ -55,7 +55,7 @@ TEST_CASE("gemma3: one chunk, chunks smaller and larger than the window, and tru
         MESSAGE("../shared/fixtures absent: skipping");
         return;
     }
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     gguf::File file = gguf::File::open(dir / "model.gguf");
     auto model = model::load_model(test::device(), file);
     const std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
@@ -83,7 +83,6 @@ TEST_CASE("gemma3: one chunk, chunks smaller and larger than the window, and tru
         test::check_runs_agree(continued, {one_chunk.begin() + keep * n_vocab, one_chunk.begin() + (keep + rows) * n_vocab},
                                n_vocab, 1e-4);
     }
-    unsetenv("VKLLM_DISABLE_F16");
 }
 
 // docs/PERFORMANCE.md: a Gemma-3-1B-shaped model (26 layers, 1 KV head of 256, window 512; every sixth

@@ -1,6 +1,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <optional>
 
 #include "fixture_check.h"
 #include "gguf/writer.h"
@@ -50,7 +51,8 @@ TEST_CASE("prefill in one chunk, in small chunks and token by token agree; so do
     for (auto [name, float16] : {std::pair{"llama_q4k_q6k", false}, std::pair{"mistral3_f32", false},
                                  std::pair{"llama_q4k_q6k", true}}) {
         const double tolerance = float16 ? 5e-3 : 1e-4;
-        if (!float16) setenv("VKLLM_DISABLE_F16", "1", 1);
+        std::optional<test::Float32Kernels> fp32_arithmetic;
+        if (!float16) fp32_arithmetic.emplace();
         auto dir = test::fixture_dir(name);
         if (dir.empty()) {
             MESSAGE("../shared/fixtures absent: skipping");
@@ -81,7 +83,6 @@ TEST_CASE("prefill in one chunk, in small chunks and token by token agree; so do
         for (int32_t token : std::span(tokens).subspan(keep + 40, 5)) session.eval(std::span(&token, 1), &continued);
         std::vector<float> fresh(one_chunk.begin() + keep * 512, one_chunk.begin() + (keep + 45) * 512);
         test::check_runs_agree(continued, fresh, 512, tolerance);
-        unsetenv("VKLLM_DISABLE_F16");
     }
 }
 
@@ -127,25 +128,6 @@ gguf::File without_key(const gguf::File& original, std::string_view key) {
     return gguf::File::from_bytes(writer.bytes(), original.name() + " without " + std::string(key));
 }
 
-// Sets an environment variable for one scope and then restores it, also when a check fails.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : name_(name) {
-        if (const char* previous = std::getenv(name)) previous_ = previous;
-        setenv(name, value, 1);
-    }
-    ~ScopedEnv() {
-        if (previous_) setenv(name_, previous_->c_str(), 1);
-        else unsetenv(name_);
-    }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    const char* name_;
-    std::optional<std::string> previous_;
-};
-
 }  // namespace
 
 // mistral3_f32 has yarn_log_multiplier = 1, where YaRN's magnitude factor cancels (model-notes B.4).
@@ -168,7 +150,7 @@ TEST_CASE("mistral3 without yarn_log_multiplier matches llama.cpp: YaRN's magnit
     REQUIRE(edited.metadata().size() == original.metadata().size() - 1);
     REQUIRE(edited.tensors().size() == original.tensors().size());
 
-    ScopedEnv fp32_arithmetic("VKLLM_DISABLE_F16", "1");
+    test::Float32Kernels fp32_arithmetic;
     auto model = model::load_model(test::device(), edited);
     std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
     model::Session session(test::device(), *model, {.n_ctx = uint32_t(tokens.size())});

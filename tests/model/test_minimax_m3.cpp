@@ -64,7 +64,7 @@ TEST_CASE("minimax-m3: prefill in one chunk, in small chunks and token by token 
         MESSAGE("../shared/fixtures absent: skipping minimax_m3_f32");
         return;
     }
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     gguf::File file = gguf::File::open(dir / "model.gguf");
     auto model = model::load_model(test::device(), file);
     const std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
@@ -87,5 +87,4 @@ TEST_CASE("minimax-m3: prefill in one chunk, in small chunks and token by token 
         CHECK(rows_apart == 0);
         CHECK(argmax_differ == 0);
     }
-    unsetenv("VKLLM_DISABLE_F16");
 }

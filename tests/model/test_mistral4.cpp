@@ -46,7 +46,7 @@ TEST_CASE("mistral4: prefill in one chunk, in small chunks and token by token ag
         MESSAGE("../shared/fixtures absent: skipping");
         return;
     }
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     gguf::File file = gguf::File::open(dir / "model.gguf");
     auto model = model::load_model(test::device(), file);
     const std::vector<int32_t> tokens = test::read_tokens(dir / "tokens.txt");
@@ -55,7 +55,6 @@ TEST_CASE("mistral4: prefill in one chunk, in small chunks and token by token ag
         CAPTURE(n_ubatch);
         test::check_runs_agree(one_chunk, test::session_logits(*model, tokens, n_ubatch), 512, n_ubatch == 1 ? 2e-4 : 1e-4);
     }
-    unsetenv("VKLLM_DISABLE_F16");
 }
 
 TEST_CASE("mistral4 caches one f16 row of latent and RoPE key per token and layer") {

@@ -127,7 +127,7 @@ void run_block(const Block& host, std::span<const float> normed, std::vector<flo
 }  // namespace
 
 TEST_CASE("ffn_moe over a chunk and token by token matches the reference block") {
-    setenv("VKLLM_DISABLE_F16", "1", 1);
+    test::Float32Kernels fp32_arithmetic;
     const uint32_t n_tokens = 11;
     for (auto [type, tolerance] : {std::pair{gguf::GgmlType::F32, 1e-5}, std::pair{gguf::GgmlType::Q8_0, 1e-5}}) {
         CAPTURE(gguf::type_name(type));
@@ -144,7 +144,6 @@ TEST_CASE("ffn_moe over a chunk and token by token matches the reference block")
         // The block must change x noticeably, or the comparisons above check nothing.
         CHECK(test::relative_error(x0, want) > 0.1);
     }
-    unsetenv("VKLLM_DISABLE_F16");
 }
 
 TEST_CASE("ffn_moe refuses weights that disagree with the spec, naming the layer and tensor") {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "core/error.h"
 #include "sampling/sampler.h"
 
 using namespace vkllm::sampling;
@@ -155,4 +156,47 @@ TEST_CASE("a seed reproduces its sequence; another seed does not") {
 TEST_CASE("NaN and -inf logits never win and never crash") {
     const std::vector<float> logits = {NAN, -INFINITY, 1.0f, NAN};
     for (uint64_t seed = 0; seed < 50; ++seed) CHECK(Sampler(plain(seed)).sample(logits) == 2);
+}
+
+TEST_CASE("penalty_last_n -1 remembers every token; 0 none") {
+    SamplerParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.repeat_penalty = 100.0f;
+    greedy.penalty_last_n = -1;
+    Sampler all(greedy);
+    for (int i = 0; i < 200; ++i) all.accept(0);  // far past the default window of 64
+    const std::vector<float> row = {3.0f, 2.0f};
+    CHECK(all.sample(row) == 1);
+    greedy.penalty_last_n = 0;
+    Sampler none(greedy);
+    none.accept(0);
+    CHECK(none.sample(row) == 0);
+}
+
+TEST_CASE("validate refuses each out-of-range value with one sentence naming it") {
+    const auto error_of = [](void (*change)(SamplerParams&)) -> std::string {
+        SamplerParams params;
+        change(params);
+        try {
+            validate(params, ParamNames{.temperature = "--temp", .top_p = "--top-p"});
+        } catch (const vkllm::Error& error) {
+            return error.what();
+        }
+        return "";
+    };
+    CHECK(error_of([](SamplerParams&) {}).empty());
+    CHECK(error_of([](SamplerParams& p) { p.temperature = 0; p.top_p = 1; p.min_p = 0; }).empty());
+    CHECK(error_of([](SamplerParams& p) { p.temperature = NAN; }).starts_with("--temp must be a finite number"));
+    CHECK(error_of([](SamplerParams& p) { p.temperature = INFINITY; }).ends_with("not inf"));
+    CHECK(error_of([](SamplerParams& p) { p.temperature = -1; }).ends_with("not -1"));
+    CHECK(error_of([](SamplerParams& p) { p.top_k = -2; }).starts_with("top_k must be at least 0"));
+    CHECK(error_of([](SamplerParams& p) { p.top_p = 5; }).starts_with("--top-p must be above 0 and at most 1"));
+    CHECK(error_of([](SamplerParams& p) { p.top_p = 0; }).starts_with("--top-p"));
+    CHECK(error_of([](SamplerParams& p) { p.min_p = 2; }).starts_with("min_p must be between 0 and 1"));
+    CHECK(error_of([](SamplerParams& p) { p.min_p = -0.1f; }).starts_with("min_p"));
+    CHECK(error_of([](SamplerParams& p) { p.repeat_penalty = 0; }).starts_with("repeat_penalty must be a finite number above 0"));
+    CHECK(error_of([](SamplerParams& p) { p.repeat_penalty = -1; }).starts_with("repeat_penalty"));
+    CHECK(error_of([](SamplerParams& p) { p.frequency_penalty = NAN; }).starts_with("frequency_penalty"));
+    CHECK(error_of([](SamplerParams& p) { p.presence_penalty = -INFINITY; }).starts_with("presence_penalty"));
+    CHECK(error_of([](SamplerParams& p) { p.penalty_last_n = -2; }).starts_with("repeat_last_n must be at least -1"));
 }

@@ -1,0 +1,72 @@
+// vkllm serve -m MODEL [--host 127.0.0.1] [--port 8080] [--parallel 4] [-c CTX] [--api-key KEY] ...:
+// OpenAI's API over HTTP with continuous batching of N sequences (frontends/server). SIGINT and
+// SIGTERM stop it cleanly: requests in flight end, then the process exits 0.
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <pthread.h>
+#include <thread>
+
+#include "core/error.h"
+#include "engine/scheduler.h"
+#include "model_options.h"
+#include "options.h"
+#include "server.h"
+
+namespace vkllm::cli {
+
+int serve(Args args) {
+    ModelOptions options;
+    server::ServerOptions server_options;
+    engine::SchedulerOptions scheduler_options;
+    std::string template_path;
+    uint32_t n_parallel = 4, port = uint32_t(server_options.port);
+    Options parser("serve", "-m MODEL [--host ADDR] [--port N] [--parallel N] [options]",
+                   "OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over HTTP, "
+                   "decoding up to --parallel requests in one batch; -c is each request's context.");
+    parser.add("--host", server_options.host, "ADDR", "the address to listen on")
+        .add("--port", port, "N", "the port; 0: any free one (printed)")
+        .add("-np,--parallel", n_parallel, "N", "requests decoded at once (sequences in the KV cache); more wait in a queue")
+        .add("--api-key", server_options.api_key, "KEY", "ask every request but /health for 'Authorization: Bearer KEY'")
+        .add("-a,--alias", server_options.model_id, "NAME", "the model's name in /v1/models and requests; default: the file's")
+        .add("--chat-template-file", template_path, "FILE", "a Jinja chat template replacing the model's")
+        .add("--prefill-chunk", scheduler_options.prefill_chunk, "N",
+             "prompt tokens one step runs: a new prompt delays the others' next token by one such chunk");
+    options.declare(parser);
+    if (!parser.parse(args)) return 0;
+    options.check();
+    if (port > 65535) fail("--port must be at most 65535, not {}", port);
+    server_options.port = int(port);
+    if (n_parallel == 0 || n_parallel > 64) fail("--parallel must be between 1 and 64, not {}", n_parallel);
+    if (scheduler_options.prefill_chunk == 0) fail("--prefill-chunk must be at least 1 token");
+    if (server_options.model_id.empty()) server_options.model_id = std::filesystem::path(options.model_path).stem().string();
+
+    // Signals go to a watcher thread alone: every thread started from here on inherits the mask.
+    sigset_t stop_signals;
+    sigemptyset(&stop_signals);
+    sigaddset(&stop_signals, SIGINT);
+    sigaddset(&stop_signals, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+    std::unique_ptr<engine::Engine> engine = open_engine(options, {}, template_path, n_parallel);
+    engine::Scheduler scheduler(*engine, scheduler_options);
+    server::Server server(*engine, scheduler, server_options);
+    const int bound_port = server.bind();
+    std::fprintf(stderr, "vkllm serve: %s on http://%s:%d/v1 (%u sequences of %u tokens)\n",
+                 server_options.model_id.c_str(), server_options.host.c_str(), bound_port, n_parallel,
+                 engine->session().n_ctx());
+    std::thread watcher([&] {
+        int signal = 0;
+        sigwait(&stop_signals, &signal);
+        if (signal != 0) server.stop();
+    });
+    server.listen();
+    // listen() also returns when the listener fails: wake the watcher so it can be joined.
+    pthread_kill(watcher.native_handle(), SIGTERM);
+    watcher.join();
+    scheduler.stop();
+    std::fprintf(stderr, "vkllm serve: stopped\n");
+    return 0;
+}
+
+}  // namespace vkllm::cli

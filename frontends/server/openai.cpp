@@ -1,0 +1,283 @@
+#include "openai.h"
+
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "vision/prompt.h"
+
+namespace vkllm::server {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+ApiError bad_field(const std::string& field, const std::string& message) {
+    return ApiError(400, fmt::format("'{}' {}", field, message), "invalid_request_error", "invalid_value", field);
+}
+
+double number_field(const json& body, const char* field, double low, double high) {
+    const json& value = body[field];
+    if (!value.is_number()) throw bad_field(field, "must be a number");
+    const double number = value.get<double>();
+    if (!std::isfinite(number) || number < low || number > high)
+        throw bad_field(field, fmt::format("must be between {} and {}, not {}", low, high, number));
+    return number;
+}
+
+int64_t integer_field(const json& body, const char* field, int64_t low, int64_t high) {
+    const json& value = body[field];
+    if (!value.is_number_integer()) throw bad_field(field, "must be a whole number");
+    // Unsigned JSON numbers past int64 read as their wrapped value: compare as unsigned first.
+    if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+        throw bad_field(field, fmt::format("must be between {} and {}", low, high));
+    const int64_t number = value.get<int64_t>();
+    if (number < low || number > high) throw bad_field(field, fmt::format("must be between {} and {}, not {}", low, high, number));
+    return number;
+}
+
+bool bool_field(const json& body, const char* field) {
+    if (!body[field].is_boolean()) throw bad_field(field, "must be true or false");
+    return body[field].get<bool>();
+}
+
+std::vector<std::byte> decode_base64(std::string_view text, const std::string& field) {
+    auto value = [](char c) -> int {
+        if (c >= 'A' && c <= 'Z') return c - 'A';
+        if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+        if (c >= '0' && c <= '9') return c - '0' + 52;
+        if (c == '+' || c == '-') return 62;
+        if (c == '/' || c == '_') return 63;
+        return -1;
+    };
+    std::vector<std::byte> bytes;
+    bytes.reserve(text.size() / 4 * 3);
+    uint32_t bits = 0;
+    int n_bits = 0;
+    for (char c : text) {
+        if (c == '=') break;
+        const int v = value(c);
+        if (v < 0) throw bad_field(field, "holds a character that is not base64");
+        bits = (bits << 6) | uint32_t(v);
+        n_bits += 6;
+        if (n_bits >= 8) {
+            n_bits -= 8;
+            bytes.push_back(std::byte((bits >> n_bits) & 0xff));
+        }
+    }
+    return bytes;
+}
+
+// An image_url part's image: only data URIs (this server reaches no network).
+vision::Image image_from_url(const json& part, const std::string& field) {
+    const json& image_url = part["image_url"];
+    const json& url = image_url.is_object() ? image_url["url"] : image_url;
+    if (!url.is_string()) throw bad_field(field, "needs image_url.url, a data URI");
+    const std::string& text = url.get_ref<const std::string&>();
+    const size_t comma = text.find(',');
+    if (!text.starts_with("data:") || comma == std::string::npos || text.substr(0, comma).find(";base64") == std::string::npos)
+        throw bad_field(field, "must be a base64 data URI (data:image/png;base64,...): this server fetches no URLs");
+    try {
+        return vision::decode_image(decode_base64(std::string_view(text).substr(comma + 1), field), field);
+    } catch (const Error& error) {
+        throw bad_field(field, fmt::format("is not an image the server can read: {}", error.what()));
+    }
+}
+
+// A message's content as text: a string, or parts whose text is joined and whose images become
+// media markers (their pixels appended to `images`).
+std::string message_content(const json& content, const std::string& field, std::vector<vision::Image>& images) {
+    if (content.is_null()) return {};
+    if (content.is_string()) return content.get<std::string>();
+    if (!content.is_array()) throw bad_field(field, "must be a string or an array of content parts");
+    std::string text;
+    for (size_t i = 0; i < content.size(); ++i) {
+        const json& part = content[i];
+        const std::string part_field = fmt::format("{}[{}]", field, i);
+        if (!part.is_object() || !part["type"].is_string()) throw bad_field(part_field, "must be an object with a 'type'");
+        const std::string type = part["type"].get<std::string>();
+        if (type == "text") {
+            if (!part["text"].is_string()) throw bad_field(part_field + ".text", "must be a string");
+            text += part["text"].get<std::string>();
+        } else if (type == "image_url") {
+            images.push_back(image_from_url(part, part_field + ".image_url"));
+            text += vision::media_marker;
+        } else {
+            throw bad_field(part_field + ".type", fmt::format("'{}' is not supported (text or image_url)", type));
+        }
+    }
+    return text;
+}
+
+json chat_messages(const json& body, std::vector<vision::Image>& images) {
+    const json& messages = body["messages"];
+    if (!messages.is_array() || messages.empty()) throw bad_field("messages", "must be a non-empty array");
+    json plain = json::array();
+    for (size_t i = 0; i < messages.size(); ++i) {
+        const json& message = messages[i];
+        const std::string field = fmt::format("messages[{}]", i);
+        if (!message.is_object()) throw bad_field(field, "must be an object");
+        if (!message["role"].is_string()) throw bad_field(field + ".role", "must be a string");
+        const std::string role = message["role"].get<std::string>();
+        if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool")
+            throw bad_field(field + ".role", fmt::format("'{}' is not a role (system, developer, user, assistant, tool)", role));
+        plain.push_back({{"role", role == "developer" ? "system" : role},
+                         {"content", message_content(message.contains("content") ? message["content"] : json(),
+                                                     field + ".content", images)}});
+    }
+    return plain;
+}
+
+void parse_prompt(const json& body, CompletionRequest& request) {
+    const json& prompt = body["prompt"];
+    auto all_ids = [](const json& list) {
+        return std::ranges::all_of(list, [](const json& id) { return id.is_number_integer(); });
+    };
+    if (prompt.is_string()) {
+        request.prompt = prompt.get<std::string>();
+    } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
+        request.prompt = prompt[0].get<std::string>();
+    } else if (prompt.is_array() && !prompt.empty() && all_ids(prompt)) {
+        for (const json& id : prompt) {
+            const int64_t value = id.get<int64_t>();
+            if (value < 0 || value > std::numeric_limits<int32_t>::max()) throw bad_field("prompt", "holds a token id out of range");
+            request.prompt_tokens.push_back(int32_t(value));
+        }
+    } else {
+        throw bad_field("prompt", "must be a string, an array of one string, or an array of token ids");
+    }
+    if (request.prompt.empty() && request.prompt_tokens.empty()) throw bad_field("prompt", "is empty");
+}
+
+}  // namespace
+
+ApiError::ApiError(int status, std::string message, std::string type, std::string code, std::string param)
+    : std::runtime_error(std::move(message)), status(status), type(std::move(type)), code(std::move(code)),
+      param(std::move(param)) {}
+
+nlohmann::ordered_json ApiError::body() const {
+    return {{"error", {{"message", what()}, {"type", type}, {"code", code.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(code)},
+                       {"param", param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param)}}}};
+}
+
+CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
+    json body;
+    try {
+        body = json::parse(text);
+    } catch (const json::parse_error& error) {
+        throw ApiError(400, fmt::format("the request body is not valid JSON ({})", error.what()), "invalid_request_error",
+                       "invalid_json");
+    }
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
+    CompletionRequest request;
+    request.endpoint = endpoint;
+    auto given = [&](const char* field) { return body.contains(field) && !body[field].is_null(); };
+    if (given("model")) {
+        if (!body["model"].is_string()) throw bad_field("model", "must be a string");
+        request.model = body["model"].get<std::string>();
+    }
+    if (endpoint == Endpoint::ChatCompletions) request.messages = chat_messages(body, request.images);
+    else parse_prompt(body, request);
+
+    sampling::SamplerParams& s = request.sampling;
+    if (given("temperature")) s.temperature = float(number_field(body, "temperature", 0, 2));
+    if (given("top_p")) s.top_p = float(number_field(body, "top_p", 0, 1));
+    if (given("min_p")) s.min_p = float(number_field(body, "min_p", 0, 1));
+    if (given("top_k")) s.top_k = int(integer_field(body, "top_k", 0, std::numeric_limits<int32_t>::max()));
+    if (given("presence_penalty")) s.presence_penalty = float(number_field(body, "presence_penalty", -2, 2));
+    if (given("frequency_penalty")) s.frequency_penalty = float(number_field(body, "frequency_penalty", -2, 2));
+    if (given("repeat_penalty")) s.repeat_penalty = float(number_field(body, "repeat_penalty", 0, 10));
+    if (s.top_p == 0) throw bad_field("top_p", "must be above 0");
+    if (s.repeat_penalty == 0) throw bad_field("repeat_penalty", "must be above 0");
+    s.seed = given("seed") ? uint64_t(integer_field(body, "seed", std::numeric_limits<int64_t>::min(),
+                                                    std::numeric_limits<int64_t>::max()))
+                           : sampling::random_seed();
+    const char* max_field = given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
+    if (given(max_field)) request.max_tokens = uint32_t(integer_field(body, max_field, 1, std::numeric_limits<uint32_t>::max()));
+    if (given("n") && integer_field(body, "n", 1, 128) != 1) throw bad_field("n", "must be 1: this server returns one choice");
+    if (given("stream")) request.stream = bool_field(body, "stream");
+    if (given("stream_options")) {
+        const json& options = body["stream_options"];
+        if (!options.is_object()) throw bad_field("stream_options", "must be an object");
+        if (options.contains("include_usage") && !options["include_usage"].is_null())
+            request.include_usage = bool_field(options, "include_usage");
+    }
+    if (given("stop")) {
+        const json& stop = body["stop"];
+        if (stop.is_string()) {
+            request.stop.push_back(stop.get<std::string>());
+        } else if (stop.is_array() && stop.size() <= 16 && std::ranges::all_of(stop, [](const json& s) { return s.is_string(); })) {
+            for (const json& s : stop) request.stop.push_back(s.get<std::string>());
+        } else {
+            throw bad_field("stop", "must be a string or an array of at most 16 strings");
+        }
+    }
+    return request;
+}
+
+std::string finish_reason(engine::FinishReason reason) {
+    return reason == engine::FinishReason::Length || reason == engine::FinishReason::Context ? "length" : "stop";
+}
+
+nlohmann::ordered_json usage(const engine::Completion& completion) {
+    return {{"prompt_tokens", completion.prompt_tokens},
+            {"completion_tokens", completion.completion_tokens},
+            {"total_tokens", completion.prompt_tokens + completion.completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", completion.cached_tokens}}}};
+}
+
+namespace {
+
+json envelope(const ResponseContext& context, bool chunk) {
+    const bool chat = context.endpoint == Endpoint::ChatCompletions;
+    return {{"id", context.id},
+            {"object", chat ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
+            {"created", context.created},
+            {"model", context.model},
+            {"system_fingerprint", "vkllm"}};
+}
+
+json choice(const ResponseContext& context, json content, json finish, bool chunk) {
+    json c = {{"index", 0}};
+    if (context.endpoint == Endpoint::ChatCompletions) c[chunk ? "delta" : "message"] = std::move(content);
+    else c["text"] = std::move(content);
+    c["logprobs"] = nullptr;
+    c["finish_reason"] = std::move(finish);
+    return c;
+}
+
+}  // namespace
+
+nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const engine::Completion& completion) {
+    json body = envelope(context, false);
+    json content = context.endpoint == Endpoint::ChatCompletions ? json{{"role", "assistant"}, {"content", text}} : json(text);
+    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish), false)});
+    body["usage"] = usage(completion);
+    return body;
+}
+
+nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::string& text, bool first) {
+    json body = envelope(context, true);
+    json content = text;
+    if (context.endpoint == Endpoint::ChatCompletions)
+        content = first ? json{{"role", "assistant"}, {"content", text}} : json{{"content", text}};
+    body["choices"] = json::array({choice(context, std::move(content), nullptr, true)});
+    return body;
+}
+
+nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion) {
+    json body = envelope(context, true);
+    json content = context.endpoint == Endpoint::ChatCompletions ? json::object() : json("");
+    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish), true)});
+    return body;
+}
+
+nlohmann::ordered_json usage_chunk(const ResponseContext& context, const engine::Completion& completion) {
+    json body = envelope(context, true);
+    body["choices"] = json::array();
+    body["usage"] = usage(completion);
+    return body;
+}
+
+}  // namespace vkllm::server

@@ -1,0 +1,63 @@
+#pragma once
+// OpenAI's API (and llama-server's conventions) as JSON in and out: request bodies checked field by
+// field into engine requests, and the response and stream-chunk bodies of chat and text completions.
+// A bad request becomes an ApiError: OpenAI's error shape with a status code and the field it names.
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "engine/scheduler.h"
+#include "vision/image.h"
+
+namespace vkllm::server {
+
+struct ApiError : std::runtime_error {
+    int status;
+    std::string type, code, param;
+    ApiError(int status, std::string message, std::string type = "invalid_request_error", std::string code = {},
+             std::string param = {});
+    nlohmann::ordered_json body() const;  // {"error": {"message", "type", "code", "param"}}
+};
+
+enum class Endpoint { ChatCompletions, Completions };
+
+// What a completion request asks for, its prompt still to be rendered and tokenized.
+struct CompletionRequest {
+    Endpoint endpoint = Endpoint::Completions;
+    std::string model;                          // as the client named it; empty: not given
+    nlohmann::ordered_json messages;            // chat: [{role, content}] with image parts replaced by media markers
+    std::string prompt;                         // completions: the text
+    std::vector<int32_t> prompt_tokens;         // completions: token ids given in place of text
+    std::vector<vision::Image> images;          // chat: decoded image_url data URIs, in order
+    sampling::SamplerParams sampling;
+    std::optional<uint32_t> max_tokens;         // none: until the context is full
+    std::vector<std::string> stop;
+    bool stream = false;
+    bool include_usage = false;                 // stream_options.include_usage
+};
+
+// Throws ApiError (400) naming the field that is missing, of the wrong type or out of range.
+CompletionRequest parse_request(Endpoint endpoint, const std::string& body);
+
+// The response objects. `id` is the completion's ("chatcmpl-..." / "cmpl-..."), `created` Unix seconds.
+struct ResponseContext {
+    Endpoint endpoint;
+    std::string id, model;
+    int64_t created;
+};
+
+std::string finish_reason(engine::FinishReason reason);  // OpenAI's: "stop" or "length"
+nlohmann::ordered_json usage(const engine::Completion& completion);
+nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const engine::Completion& completion);
+// A stream chunk with new text; with `first` a chat chunk also carries the assistant role.
+nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::string& text, bool first);
+// The last chunk of a stream, with the finish reason (and no text).
+nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion);
+// The chunk stream_options.include_usage asks for after the last: no choices, the usage.
+nlohmann::ordered_json usage_chunk(const ResponseContext& context, const engine::Completion& completion);
+
+}  // namespace vkllm::server

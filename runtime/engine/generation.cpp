@@ -1,0 +1,130 @@
+#include "engine/generation.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace vkllm::engine {
+
+std::string_view finish_reason_name(FinishReason reason) {
+    switch (reason) {
+        case FinishReason::Stop: return "stop";
+        case FinishReason::Length: return "length";
+        case FinishReason::Context: return "context";
+        case FinishReason::Cancelled: return "cancelled";
+    }
+    return "stop";
+}
+
+TextStream::TextStream(const tokenizer::Tokenizer& tokenizer, GenerationLimits limits, bool strip_leading_space)
+    : tokenizer_(tokenizer), limits_(std::move(limits)), decoder_(tokenizer), strip_leading_space_(strip_leading_space) {
+    std::erase(limits_.stops.strings, std::string());
+}
+
+std::string TextStream::flush() {
+    std::string text = std::move(held_) + decoder_.finish();
+    held_.clear();
+    return text;
+}
+
+std::string TextStream::finish(FinishReason reason) {
+    if (finish_) return {};
+    finish_ = reason;
+    return flush();
+}
+
+std::string TextStream::push(tokenizer::TokenId id) {
+    if (finish_) return {};
+    if ((!limits_.ignore_eos && tokenizer_.is_eog(id)) || std::ranges::find(limits_.stops.tokens, id) != limits_.stops.tokens.end()) {
+        finish_ = FinishReason::Stop;
+        return flush();
+    }
+    ++n_tokens_;
+    std::string piece = decoder_.push(id);
+    if (strip_leading_space_ && !piece.empty()) {
+        if (piece.front() == ' ') piece.erase(0, 1);
+        strip_leading_space_ = false;
+    }
+    held_ += piece;
+    // The earliest stop string ends the reply before it.
+    size_t stop_at = std::string::npos;
+    for (const std::string& stop : limits_.stops.strings) stop_at = std::min(stop_at, held_.find(stop));
+    if (stop_at != std::string::npos) {
+        finish_ = FinishReason::Stop;
+        std::string text = held_.substr(0, stop_at);
+        held_.clear();
+        return text;
+    }
+    if (n_tokens_ >= limits_.max_tokens) {
+        finish_ = FinishReason::Length;
+        return flush();
+    }
+    // Hold back the longest tail that begins some stop string.
+    size_t hold = 0;
+    for (const std::string& stop : limits_.stops.strings)
+        for (size_t n = std::min(stop.size() - 1, held_.size()); n > hold; --n)
+            if (held_.compare(held_.size() - n, n, stop, 0, n) == 0) {
+                hold = n;
+                break;
+            }
+    std::string text = held_.substr(0, held_.size() - hold);
+    held_.erase(0, held_.size() - hold);
+    return text;
+}
+
+std::span<const float> prefill(model::Session& session, uint32_t seq, std::span<const int32_t> tokens,
+                               const PrefillProgress& progress) {
+    if (tokens.empty() || session.n_past(seq) + tokens.size() > session.n_ctx())
+        return session.eval(seq, tokens);  // eval names the overrun before running anything
+    std::span<const float> logits;
+    for (size_t done = 0; done < tokens.size();) {
+        const size_t count = std::min<size_t>(session.n_ubatch(), tokens.size() - done);
+        logits = session.eval(seq, tokens.subspan(done, count));
+        done += count;
+        if (progress) progress(done, tokens.size());
+    }
+    return logits;
+}
+
+void shift_context(model::Session& session, uint32_t seq, uint32_t n_keep) {
+    const uint32_t n_past = session.n_past(seq);
+    if (n_keep + 2 > n_past)
+        fail("cannot shift the context: keeping {} of its {} tokens leaves none to drop", n_keep, n_past);
+    const uint32_t n_discard = (n_past - n_keep) / 2;
+    const std::span<const int32_t> history = session.history(seq);
+    const std::vector<int32_t> tail(history.begin() + n_keep + n_discard, history.begin() + n_past);
+    if (std::ranges::find(tail, -1) != tail.end())
+        fail("cannot shift the context over an image: its embeddings are not kept to run again");
+    session.truncate(seq, n_keep);
+    session.eval(seq, tail);
+}
+
+Generated generate(model::Session& session, sampling::Sampler& sampler, TextStream& stream,
+                   std::span<const float> logits, const TextCallback& on_text, const ContextShift& shift) {
+    Generated generated;
+    auto emit = [&](const std::string& text) { return text.empty() || on_text(text); };
+    for (;;) {
+        const tokenizer::TokenId next = sampler.sample(logits);
+        const uint32_t before = stream.n_tokens();
+        const bool shown = emit(stream.push(next));
+        if (stream.n_tokens() > before) generated.tokens.push_back(next);
+        if (stream.finish_reason()) break;
+        if (!shown) {
+            stream.finish(FinishReason::Cancelled);
+            break;
+        }
+        if (session.n_past() >= session.n_ctx()) {
+            if (!shift.enabled) {
+                emit(stream.finish(FinishReason::Context));
+                break;
+            }
+            shift_context(session, 0, shift.n_keep);
+            ++generated.context_shifts;
+        }
+        logits = session.eval(std::span(&next, 1));
+    }
+    generated.finish = *stream.finish_reason();
+    return generated;
+}
+
+}  // namespace vkllm::engine

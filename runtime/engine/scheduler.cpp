@@ -1,0 +1,238 @@
+#include "engine/scheduler.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "core/error.h"
+
+namespace vkllm::engine {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
+    return size_t(std::ranges::mismatch(a, b).in1 - a.begin());
+}
+
+}  // namespace
+
+struct Scheduler::Active {
+    Request request;
+    RequestListener listener;
+    sampling::Sampler sampler;
+    TextStream stream;
+    uint32_t seq = 0;
+    uint64_t order = 0;        // admission order: prefill goes oldest first
+    uint32_t prompt_done = 0;  // prompt tokens in the cache
+    uint32_t cached = 0;       // of those, reused from an earlier request
+    tokenizer::TokenId next = tokenizer::no_token;  // sampled, runs in the next decode step
+
+    Active(Request r, RequestListener l, const tokenizer::Tokenizer& tokenizer)
+        : request(std::move(r)), listener(std::move(l)), sampler(request.sampling), stream(tokenizer, request.limits) {}
+};
+
+Scheduler::Scheduler(Engine& engine, SchedulerOptions options)
+    : engine_(engine), options_(options) {
+    if (options_.prefill_chunk == 0) fail("the prefill chunk must hold at least one token");
+    const uint32_t n_seq = engine.session().n_seq();
+    sequences_.resize(n_seq);
+    metrics_.cells_total = uint64_t(n_seq) * engine.session().n_ctx();
+    thread_ = std::thread([this] { loop(); });
+}
+
+Scheduler::~Scheduler() { stop(); }
+
+void Scheduler::stop() {
+    {
+        std::lock_guard lock(mutex_);
+        stopping_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+}
+
+SchedulerMetrics Scheduler::metrics() const {
+    std::lock_guard lock(mutex_);
+    return metrics_;
+}
+
+bool Scheduler::submit(Request request, RequestListener listener) {
+    const uint32_t n_ctx = engine_.session().n_ctx();
+    if (request.prompt.empty()) fail("the prompt is empty");
+    if (request.prompt.size() >= n_ctx)
+        fail("the prompt's {} tokens leave no room to generate in a context of {} tokens", request.prompt.size(), n_ctx);
+    for (tokenizer::TokenId id : request.prompt)
+        if (id < 0 || uint32_t(id) >= engine_.info().n_vocab)
+            fail("token id {} is outside the vocabulary of {}", id, engine_.info().n_vocab);
+    {
+        std::lock_guard lock(mutex_);
+        if (stopping_) fail("the server is shutting down");
+        if (queue_.size() >= options_.max_queue) return false;
+        queue_.emplace_back(std::move(request), std::move(listener));
+        metrics_.queued = uint32_t(queue_.size());
+    }
+    wake_.notify_all();
+    return true;
+}
+
+void Scheduler::loop() {
+    uint64_t admitted = 0;
+    for (;;) {
+        std::vector<std::pair<Request, RequestListener>> arrivals;
+        {
+            std::unique_lock lock(mutex_);
+            wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || n_active() > 0; });
+            if (stopping_) break;
+            const size_t free = sequences_.size() - n_active();
+            while (arrivals.size() < free && !queue_.empty()) {
+                arrivals.push_back(std::move(queue_.front()));
+                queue_.pop_front();
+            }
+            metrics_.queued = uint32_t(queue_.size());
+        }
+        for (auto& [request, listener] : arrivals) admit(std::move(request), std::move(listener), admitted++);
+        drop_cancelled();
+        prefill_step();
+        decode_step();
+        std::lock_guard lock(mutex_);
+        metrics_.active = n_active();
+        metrics_.cells_in_use = engine_.session().cells_in_use();
+    }
+    for (auto& active : sequences_)
+        if (active) finish(*active, FinishReason::Cancelled);
+    std::lock_guard lock(mutex_);
+    for (auto& [request, listener] : queue_)
+        listener.on_done({.prompt_tokens = uint32_t(request.prompt.size()), .finish = FinishReason::Cancelled});
+    queue_.clear();
+    metrics_.queued = metrics_.active = 0;
+}
+
+uint32_t Scheduler::n_active() const {
+    return uint32_t(std::ranges::count_if(sequences_, [](const auto& active) { return active != nullptr; }));
+}
+
+void Scheduler::admit(Request request, RequestListener listener, uint64_t order) {
+    model::Session& session = engine_.session();
+    // The free sequence whose cache shares the longest prefix with the prompt, else the lowest: a
+    // decode step covers rows 0 up to its highest sequence, so low sequences keep steps small.
+    uint32_t best = 0;
+    size_t best_shared = 0;
+    bool found = false;
+    for (uint32_t seq = 0; seq < sequences_.size(); ++seq) {
+        if (sequences_[seq]) continue;
+        const size_t shared = common_prefix(session.history(seq), request.prompt);
+        if (!found || shared > best_shared) {
+            best = seq;
+            best_shared = shared;
+            found = true;
+        }
+    }
+    // The last prompt token always runs: its logits give the first generated token.
+    const uint32_t keep = uint32_t(std::min(best_shared, request.prompt.size() - 1));
+    auto active = std::make_unique<Active>(std::move(request), std::move(listener), engine_.tokenizer());
+    active->seq = best;
+    active->order = order;
+    try {
+        session.truncate(best, keep);
+    } catch (const std::exception& error) {
+        sequences_[best] = std::move(active);
+        return finish(*sequences_[best], FinishReason::Stop, error.what());
+    }
+    active->prompt_done = active->cached = session.n_past(best);
+    for (tokenizer::TokenId id : active->request.prompt) active->sampler.accept(id);
+    sequences_[best] = std::move(active);
+}
+
+void Scheduler::drop_cancelled() {
+    for (auto& active : sequences_)
+        if (active && active->listener.cancelled && active->listener.cancelled()) finish(*active, FinishReason::Cancelled);
+}
+
+void Scheduler::prefill_step() {
+    Active* oldest = nullptr;
+    for (auto& active : sequences_)
+        if (active && active->prompt_done < active->request.prompt.size() && (!oldest || active->order < oldest->order))
+            oldest = active.get();
+    if (!oldest) return;
+    Active& active = *oldest;
+    const std::span<const tokenizer::TokenId> prompt(active.request.prompt);
+    const uint32_t n = std::min<uint32_t>(options_.prefill_chunk, uint32_t(prompt.size()) - active.prompt_done);
+    const auto started = Clock::now();
+    std::span<const float> logits;
+    try {
+        logits = engine_.session().eval(active.seq, prompt.subspan(active.prompt_done, n));
+    } catch (const std::exception& error) {
+        return finish(active, FinishReason::Stop, error.what());
+    }
+    active.prompt_done += n;
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.prompt_tokens += n;
+        metrics_.prompt_seconds += seconds_since(started);
+    }
+    if (active.prompt_done == prompt.size()) take_token(active, logits);
+}
+
+void Scheduler::decode_step() {
+    model::Session& session = engine_.session();
+    std::vector<Active*> batch;
+    std::vector<uint32_t> seqs;
+    std::vector<tokenizer::TokenId> tokens;
+    for (auto& active : sequences_) {
+        if (!active || active->next == tokenizer::no_token) continue;
+        if (session.n_past(active->seq) >= session.n_ctx()) {
+            finish(*active, FinishReason::Context);
+            continue;
+        }
+        batch.push_back(active.get());
+        seqs.push_back(active->seq);
+        tokens.push_back(active->next);
+    }
+    if (batch.empty()) return;
+    const auto started = Clock::now();
+    std::span<const float> logits;
+    try {
+        logits = session.decode(seqs, tokens);
+    } catch (const std::exception& error) {
+        for (Active* active : batch) finish(*active, FinishReason::Stop, error.what());
+        return;
+    }
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.decode_seconds += seconds_since(started);
+        metrics_.decode_steps += 1;
+    }
+    const size_t n_vocab = engine_.info().n_vocab;
+    for (size_t i = 0; i < batch.size(); ++i) take_token(*batch[i], logits.subspan(i * n_vocab, n_vocab));
+}
+
+void Scheduler::take_token(Active& active, std::span<const float> logits) {
+    const tokenizer::TokenId id = active.sampler.sample(logits);
+    const std::string text = active.stream.push(id);
+    const bool listening = text.empty() || active.listener.on_text(text);
+    if (active.stream.finish_reason()) return finish(active, *active.stream.finish_reason());
+    if (!listening) return finish(active, FinishReason::Cancelled);
+    active.next = id;
+}
+
+void Scheduler::finish(Active& active, FinishReason reason, std::string error) {
+    const std::string rest = active.stream.finish(reason);
+    if (!rest.empty() && reason != FinishReason::Cancelled) active.listener.on_text(rest);
+    const Completion completion{.prompt_tokens = uint32_t(active.request.prompt.size()),
+                                .cached_tokens = active.cached,
+                                .completion_tokens = active.stream.n_tokens(),
+                                .finish = *active.stream.finish_reason(),
+                                .error = std::move(error)};
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.requests_finished += 1;
+        metrics_.cached_prompt_tokens += active.cached;
+        metrics_.generated_tokens += completion.completion_tokens;
+    }
+    active.listener.on_done(completion);
+    sequences_[active.seq].reset();
+}
+
+}  // namespace vkllm::engine

@@ -1,0 +1,198 @@
+// Continuous batching against one sequence alone: greedy requests run together (1, 4 and 8 at once,
+// prompts of different lengths, prefill chunks interleaved with decode steps) give exactly the text
+// each gives alone through generate() (what `vkllm run --temp 0` runs), for stories260K and an F32
+// fixture of every family; a queue beyond the free sequences, cancelled requests, and prompt
+// prefixes reused from an earlier request.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "engine/scheduler.h"
+
+namespace vkllm::engine {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct ModelCase {
+    fs::path path;
+    fs::path tokens;  // a fixture's tokens.txt: prompts are slices of it; empty: tokenized text
+};
+
+std::vector<ModelCase> model_cases() {
+    std::vector<ModelCase> cases{{fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf", {}}};
+    const fs::path fixtures = fs::path(VKLLM_SHARED_DIR) / "fixtures";
+    for (const char* name : {"llama_f32", "mistral3_f32", "gemma3_f32", "mistral4_f32", "minimax_m3_f32"}) {
+        const fs::path dir = fixtures / name;
+        if (fs::exists(dir / "model.gguf")) cases.push_back({dir / "model.gguf", dir / "tokens.txt"});
+        else MESSAGE("skipped: " << (dir / "model.gguf").string() << " is missing");
+    }
+    return cases;
+}
+
+// Prompts of different lengths: slices of the fixture's tokens (BOS first), or stories' openings.
+std::vector<std::vector<int32_t>> prompts_for(const ModelCase& c, const tokenizer::Tokenizer& tokenizer, size_t count) {
+    std::vector<std::vector<int32_t>> prompts;
+    if (c.tokens.empty()) {
+        const char* openings[] = {"Once upon a time", "The cat", "Lily and Ben went to the park to play with a big red ball",
+                                  "One day", "Tim had a dog named Max. Max liked to run", "The sun was", "Sue wanted a",
+                                  "There was a little bird who lived in a tree near the river"};
+        for (size_t i = 0; i < count; ++i) prompts.push_back(tokenizer.tokenize(openings[i % 8], true, false));
+        return prompts;
+    }
+    std::ifstream in(c.tokens);
+    std::vector<int32_t> all;
+    for (int32_t id; in >> id;) all.push_back(id);
+    REQUIRE(all.size() > 64);
+    for (size_t i = 0; i < count; ++i) {
+        // Lengths 5 to 61, from different places of the sequence (Gemma 3's window is 16).
+        const size_t length = 5 + (i * 23) % 57, start = 1 + (i * 37) % (all.size() - length - 1);
+        std::vector<int32_t> prompt{all[0]};
+        prompt.insert(prompt.end(), all.begin() + int64_t(start), all.begin() + int64_t(start + length));
+        prompts.push_back(prompt);
+    }
+    return prompts;
+}
+
+constexpr uint32_t n_generate = 12;
+
+GenerationLimits limits() { return {.max_tokens = n_generate}; }
+sampling::SamplerParams greedy() { return {.temperature = 0}; }
+
+// The text a prompt gives alone in a one-sequence session.
+std::string alone(Engine& engine, std::span<const int32_t> prompt) {
+    model::Session& session = engine.session();
+    session.truncate(0);
+    sampling::Sampler sampler(greedy());
+    for (int32_t id : prompt) sampler.accept(id);
+    TextStream stream(engine.tokenizer(), limits());
+    std::string text;
+    generate(session, sampler, stream, session.eval(prompt), [&](std::string_view piece) {
+        text += piece;
+        return true;
+    });
+    return text;
+}
+
+// Requests submitted together; waits for every one to finish.
+struct Results {
+    std::mutex mutex;
+    std::condition_variable done_changed;
+    std::vector<std::string> texts;
+    std::vector<std::optional<Completion>> done;
+
+    explicit Results(size_t n) : texts(n), done(n) {}
+
+    RequestListener listener(size_t i, std::function<bool()> cancelled = {}) {
+        return {.on_text = [this, i](std::string_view piece) {
+                    std::lock_guard lock(mutex);
+                    texts[i] += piece;
+                    return true;
+                },
+                .on_done = [this, i](const Completion& completion) {
+                    std::lock_guard lock(mutex);
+                    done[i] = completion;
+                    done_changed.notify_all();
+                },
+                .cancelled = std::move(cancelled)};
+    }
+
+    void wait() {
+        std::unique_lock lock(mutex);
+        const bool all = done_changed.wait_for(lock, std::chrono::minutes(5), [&] {
+            return std::ranges::all_of(done, [](const auto& d) { return d.has_value(); });
+        });
+        REQUIRE_MESSAGE(all, "requests did not finish within 5 minutes");
+    }
+};
+
+TEST_CASE("requests batched together give exactly the text each gives alone, for every family") {
+    for (const ModelCase& c : model_cases()) {
+        CAPTURE(c.path.string());
+        Engine single({.model_path = c.path.string(), .n_ctx = 128});
+        Engine batched({.model_path = c.path.string(), .n_ctx = 128, .n_seq = 8});
+        const auto prompts = prompts_for(c, single.tokenizer(), 8);
+        std::vector<std::string> expected;
+        for (const auto& prompt : prompts) expected.push_back(alone(single, prompt));
+        // Chunks of 8 make the longer prompts take several steps between the others' decode steps.
+        Scheduler scheduler(batched, {.prefill_chunk = 8});
+        for (size_t n : {1, 4, 8}) {
+            CAPTURE(n);
+            Results results(n);
+            for (size_t i = 0; i < n; ++i)
+                REQUIRE(scheduler.submit({prompts[i], greedy(), limits()}, results.listener(i)));
+            results.wait();
+            for (size_t i = 0; i < n; ++i) {
+                CAPTURE(i);
+                CHECK(results.texts[i] == expected[i]);
+                CHECK(results.done[i]->error.empty());
+                CHECK(results.done[i]->prompt_tokens == prompts[i].size());
+            }
+        }
+    }
+}
+
+TEST_CASE("more requests than sequences wait in the queue; a cancelled one frees its sequence") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine single({.model_path = stories.string(), .n_ctx = 128});
+    Engine batched({.model_path = stories.string(), .n_ctx = 128, .n_seq = 2});
+    const auto prompts = prompts_for({stories, {}}, single.tokenizer(), 6);
+    Scheduler scheduler(batched);
+    Results results(prompts.size());
+    std::atomic<bool> cancel_first{false};
+    for (size_t i = 0; i < prompts.size(); ++i)
+        REQUIRE(scheduler.submit({prompts[i], greedy(), {.max_tokens = i == 0 ? 10000u : n_generate}},
+                                 results.listener(i, i == 0 ? std::function<bool()>([&] { return cancel_first.load(); })
+                                                            : std::function<bool()>())));
+    cancel_first = true;
+    results.wait();
+    CHECK(results.done[0]->finish == FinishReason::Cancelled);
+    for (size_t i = 1; i < prompts.size(); ++i) {
+        CAPTURE(i);
+        CHECK(results.texts[i] == alone(single, prompts[i]));
+    }
+    const SchedulerMetrics metrics = scheduler.metrics();
+    CHECK(metrics.requests_finished == prompts.size());
+    CHECK(metrics.queued == 0);
+    CHECK(metrics.active == 0);
+}
+
+TEST_CASE("a prompt that starts with what a sequence holds reuses its cells") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine single({.model_path = stories.string(), .n_ctx = 256});
+    Engine batched({.model_path = stories.string(), .n_ctx = 256, .n_seq = 4});
+    const std::vector<int32_t> first = single.tokenizer().tokenize("Once upon a time there was a little girl", true, false);
+    Scheduler scheduler(batched);
+    Results turn1(1);
+    REQUIRE(scheduler.submit({first, greedy(), limits()}, turn1.listener(0)));
+    turn1.wait();
+    CHECK(turn1.done[0]->cached_tokens == 0);
+    // The second turn re-sends the first prompt and its reply, then more.
+    std::vector<int32_t> second = first;
+    for (int32_t id : single.tokenizer().tokenize(turn1.texts[0] + " Then the sun came out.", false, false)) second.push_back(id);
+    Results turn2(1);
+    REQUIRE(scheduler.submit({second, greedy(), limits()}, turn2.listener(0)));
+    turn2.wait();
+    CHECK(turn2.done[0]->cached_tokens >= first.size());
+    CHECK(turn2.done[0]->cached_tokens < second.size());
+    CHECK(turn2.texts[0] == alone(single, second));
+}
+
+TEST_CASE("the scheduler refuses prompts it cannot run, before queuing them") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine batched({.model_path = stories.string(), .n_ctx = 16, .n_seq = 2});
+    Scheduler scheduler(batched, {.max_queue = 1});
+    RequestListener ignore{.on_text = [](std::string_view) { return true; }, .on_done = [](const Completion&) {}};
+    CHECK_THROWS_WITH(scheduler.submit({{}, greedy(), limits()}, ignore), "the prompt is empty");
+    CHECK_THROWS_WITH(scheduler.submit({std::vector<int32_t>(16, 1), greedy(), limits()}, ignore),
+                      "the prompt's 16 tokens leave no room to generate in a context of 16 tokens");
+    CHECK_THROWS_WITH(scheduler.submit({{1, 100000}, greedy(), limits()}, ignore),
+                      "token id 100000 is outside the vocabulary of 512");
+}
+
+}  // namespace
+}  // namespace vkllm::engine
