@@ -8,6 +8,8 @@
 //                   cols floats, little next to the weight bytes of its rows
 //   INPUT_SWIGLU    in = swiglu(gate, up), INPUT_GEGLU in = geglu(gate, up), for x = [gate | up] of
 //                   cols values each (shaders/glu.glsl)
+// With TOKENS > 1 (INPUT_PLAIN), W multiplies that many vectors at once: each unit of weights is decoded
+// once and dotted with every token's x (a small batch reads the weights once).
 // With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is a slot:
 // y[slot] = W_{ids[slot]} in[slot] (INPUT_PLAIN or a GLU). Bindings: 0 weights, 1 x, 2 ids, 3 y.
 //
@@ -21,6 +23,7 @@
 #include "unit_dot.glsl"
 
 const uint MAX_ROWS_PER_TEAM = 4;
+const uint MAX_TOKENS = 8;
 const uint INPUT_PLAIN = 0, INPUT_RMS_NORM = 1, INPUT_SWIGLU = 2, INPUT_GEGLU = 3, INPUT_SWIGLU_OAI = 4;  // ops::MatvecInput::Kind
 
 layout(local_size_x_id = 0) in;
@@ -29,6 +32,7 @@ layout(constant_id = 4) const uint ROWS_PER_TEAM = 1;     // 1..MAX_ROWS_PER_TEA
 layout(constant_id = 5) const uint INPUT = INPUT_PLAIN;
 // INPUT_RMS_NORM: sum x^2 over the whole workgroup (rows too long for one subgroup to loop over).
 layout(constant_id = 6) const bool NORM_BY_WORKGROUP = false;
+layout(constant_id = 7) const uint TOKENS = 1;  // 1..MAX_TOKENS vectors (more than 1: INPUT_PLAIN)
 
 #ifdef TEXEL_READS
 #include "texel_reads.glsl"
@@ -86,26 +90,46 @@ vec4 input4(uint i4, float scale) {
 
 // Per subgroup and row, when a team spans several subgroups (lanes are assumed to fill subgroups in
 // local invocation order, as every driver does for a 1-D workgroup).
-shared float subgroup_sums[MAX_ROWS_PER_TEAM * gl_WorkGroupSize.x];
+const uint SUMS = MAX_ROWS_PER_TEAM * MAX_TOKENS;  // acc[row * MAX_TOKENS + token]
+shared float subgroup_sums[MAX_ROWS_PER_TEAM * TOKENS * gl_WorkGroupSize.x];
 
-// Sums each row's partial sums over the team; the result is valid in the team's lane 0. A team is
-// one invocation or whole subgroups (the host keeps THREADS_PER_ROW a multiple of the subgroup size).
-void reduce_team(inout float acc[MAX_ROWS_PER_TEAM], uint lane, uint team) {
+bool sum_used(uint i) { return i / MAX_TOKENS < ROWS_PER_TEAM && i % MAX_TOKENS < TOKENS; }
+uint sum_slot(uint i) { return i / MAX_TOKENS * TOKENS + i % MAX_TOKENS; }  // among the used ones
+
+// Sums each row's (and token's) partial sums over the team; the result is valid in the team's lane 0.
+// A team is one invocation or whole subgroups (the host keeps THREADS_PER_ROW a multiple of the
+// subgroup size).
+void reduce_team(inout float acc[SUMS], uint lane, uint team) {
     if (THREADS_PER_ROW == 1) return;
-    [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
-        if (r < ROWS_PER_TEAM) acc[r] = subgroupAdd(acc[r]);
+    [[unroll]] for (uint i = 0; i < SUMS; ++i)
+        if (sum_used(i)) acc[i] = subgroupAdd(acc[i]);
     if (THREADS_PER_ROW == gl_SubgroupSize) return;
 
-    const uint subgroups_per_team = THREADS_PER_ROW / gl_SubgroupSize;
+    const uint subgroups_per_team = THREADS_PER_ROW / gl_SubgroupSize, used = ROWS_PER_TEAM * TOKENS;
     if (subgroupElect())
-        [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
-            subgroup_sums[gl_SubgroupID * MAX_ROWS_PER_TEAM + r] = acc[r];
+        [[unroll]] for (uint i = 0; i < SUMS; ++i)
+            if (sum_used(i)) subgroup_sums[gl_SubgroupID * used + sum_slot(i)] = acc[i];
     barrier();
     if (lane != 0) return;
-    [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
-        acc[r] = 0.0;
+    [[unroll]] for (uint i = 0; i < SUMS; ++i) {
+        if (!sum_used(i)) continue;
+        acc[i] = 0.0;
         for (uint s = 0; s < subgroups_per_team; ++s)
-            acc[r] += subgroup_sums[(team * subgroups_per_team + s) * MAX_ROWS_PER_TEAM + r];
+            acc[i] += subgroup_sums[(team * subgroups_per_team + s) * used + sum_slot(i)];
+    }
+}
+
+// The input values of one unit (from x_offset, in floats) and each scale group's sum of them.
+void load_unit_input(uint x_offset, uint unit, uint runs, float scale, out QVEC4 xs[UNIT_RUNS],
+                     out float xsum[SCALE_GROUPS]) {
+    [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
+        vec4 x = vec4(0.0);
+        if (i < runs) x = input4((x_offset + run_element(unit, i)) >> 2, scale);
+        xs[i] = QVEC4(x);
+        if (HAS_BIAS) {
+            if (i % (UNIT_RUNS / SCALE_GROUPS) == 0) xsum[i / (UNIT_RUNS / SCALE_GROUPS)] = 0.0;
+            xsum[i / (UNIT_RUNS / SCALE_GROUPS)] += dot(x, vec4(1.0));
+        }
     }
 }
 
@@ -137,7 +161,7 @@ void main() {
 
     // Rows past the end repeat the last row (never stored), so every lane runs the same loop.
     uint row_byte[MAX_ROWS_PER_TEAM];
-    float acc[MAX_ROWS_PER_TEAM];
+    float acc[SUMS];
     [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
 #ifdef EXPERT_IDS
         const int local = int(expert_first + first_row + r) - int(p.row_offset);
@@ -145,8 +169,8 @@ void main() {
 #else
         row_byte[r] = min(first_row + r, p.row_count - 1) * row_bytes;
 #endif
-        acc[r] = 0.0;
     }
+    [[unroll]] for (uint i = 0; i < SUMS; ++i) acc[i] = 0.0;
 
     for (uint u = lane; u < units; u += THREADS_PER_ROW) {
         const uint block = u / units_per_block, unit = u % units_per_block;
@@ -154,21 +178,26 @@ void main() {
         const uint col0 = block * BLOCK_ELEMS;
         QVEC4 xs[UNIT_RUNS];
         float xsum[SCALE_GROUPS];
-        [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
-            vec4 x = vec4(0.0);
-            if (i < runs) x = input4((x_base + col0 + run_element(unit, i)) >> 2, scale);
-            xs[i] = QVEC4(x);
-            if (HAS_BIAS) {
-                if (i % (UNIT_RUNS / SCALE_GROUPS) == 0) xsum[i / (UNIT_RUNS / SCALE_GROUPS)] = 0.0;
-                xsum[i / (UNIT_RUNS / SCALE_GROUPS)] += dot(x, vec4(1.0));
+        if (TOKENS == 1) {  // one x load serves every row of the team
+            load_unit_input(x_base + col0, unit, runs, scale, xs, xsum);
+            [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+                if (r < ROWS_PER_TEAM) {
+                    QVEC4 q[UNIT_RUNS];
+                    vec2 scale_bias[SCALE_GROUPS];
+                    decode_unit(row_byte[r] + block * BLOCK_BYTES, unit, runs, q, scale_bias);
+                    acc[r * MAX_TOKENS] += unit_dot(q, scale_bias, xs, xsum);
+                }
             }
-        }
-        [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
-            if (r < ROWS_PER_TEAM) {
-                QVEC4 q[UNIT_RUNS];
-                vec2 scale_bias[SCALE_GROUPS];
-                decode_unit(row_byte[r] + block * BLOCK_BYTES, unit, runs, q, scale_bias);
-                acc[r] += unit_dot(q, scale_bias, xs, xsum);
+        } else {  // the team's rows decoded once for every token, each token's x loaded once for every row
+            QVEC4 q[MAX_ROWS_PER_TEAM][UNIT_RUNS];
+            vec2 scale_bias[MAX_ROWS_PER_TEAM][SCALE_GROUPS];
+            [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
+                if (r < ROWS_PER_TEAM) decode_unit(row_byte[r] + block * BLOCK_BYTES, unit, runs, q[r], scale_bias[r]);
+            [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
+                if (t >= TOKENS) continue;
+                load_unit_input(x_base + t * p.cols + col0, unit, runs, scale, xs, xsum);
+                [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
+                    if (r < ROWS_PER_TEAM) acc[r * MAX_TOKENS + t] += unit_dot(q[r], scale_bias[r], xs, xsum);
             }
         }
     }
@@ -180,11 +209,13 @@ void main() {
         const uint stack_row = expert_first + first_row + r;
         if (r < ROWS_PER_TEAM && first_row + r < p.rows && stack_row >= p.row_offset &&
             stack_row < p.row_offset + p.row_count)
-            y[slot * p.y_stride + p.y_offset + first_row + r] = acc[r];
+            y[slot * p.y_stride + p.y_offset + first_row + r] = acc[r * MAX_TOKENS];
 #else
-        if (r < ROWS_PER_TEAM && first_row + r < p.row_count) {
-            const uint index = p.row_offset + first_row + r;
-            float value = acc[r];
+        if (r >= ROWS_PER_TEAM || first_row + r >= p.row_count) continue;
+        [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
+            if (t >= TOKENS) continue;
+            const uint index = t * p.rows + p.row_offset + first_row + r;
+            float value = acc[r * MAX_TOKENS + t];
             if (p.accumulate != 0u) value += y[index];
             y[index] = value;
         }

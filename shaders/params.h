@@ -104,15 +104,15 @@ VKLLM_PARAMS_STRUCT(KvWriteParams) {
 
 // Attention of q (n_tokens rows of q_stride floats, each starting with n_head heads of head_dim_k)
 // over a cache of n_cells cells (key indices as shaders/attn_keys.glsl maps them to positions and
-// cells). Decode splits the keys into n_chunks workgroups; prefill runs passes over key indices
-// key_begin .. key_end - 1.
+// cells). Decode splits each query's visible keys over workgroups of at least worker_keys keys;
+// prefill runs passes over key indices key_begin .. key_end - 1.
 VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint n_tokens;
     uint q_stride;  // a multiple of 4
     uint n_head;
     uint n_head_kv;
     uint n_cells;
-    uint n_chunks;
+    uint worker_keys;
     uint key_begin;
     uint key_end;
     uint n_swa;  // 0: no sliding window
@@ -122,6 +122,20 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint v_row;     // values from one cell's V row to the next: n_head_kv * head_dim_v, or the K row
                     // when V is each K row's first head_dim_v values (MLA's latent)
 } VKLLM_PARAMS_END(AttentionParams, 52);
+
+// Prefill attention's pass arguments (shaders/attn_prefill_spans.comp): n_spans passes of span_keys key
+// indices below key_end, each groups_x x groups_y workgroups where some query sees a key in it.
+VKLLM_PARAMS_STRUCT(AttentionSpanParams) {
+    uint n_tokens;
+    uint n_cells;
+    uint n_swa;
+    uint causal;
+    uint span_keys;
+    uint n_spans;
+    uint key_end;
+    uint groups_x;
+    uint groups_y;
+} VKLLM_PARAMS_END(AttentionSpanParams, 36);
 
 // MiniMax sparse attention (runtime/ops/sparse_attention.h). Block scores: for each token and index
 // head, the max over each block of block_size cells of index query . index key (cells past the
@@ -154,14 +168,16 @@ VKLLM_PARAMS_STRUCT(MsaAttentionParams) {
 // accumulate = 1: y += W x (the residual add fused in); a flag rather than a specialization, so one
 // compiled pipeline serves both (lavapipe compiles each pipeline for up to a second).
 // matvec: x [cols], y [rows]; the kernel's INPUT specialization may form its input from x first
-// (an RMSNorm with eps, or a GLU of x = [gate | up]).
+// (an RMSNorm with eps, or a GLU of x = [gate | up]). With TOKENS vectors: x [TOKENS][cols], y
+// [TOKENS][rows].
 VKLLM_PARAMS_STRUCT(MatvecParams) {
     uint cols;
+    uint rows;  // of the whole matrix: y's stride between tokens
     uint row_count;
     uint row_offset;
     uint accumulate;
     float eps;  // INPUT_RMS_NORM
-} VKLLM_PARAMS_END(MatvecParams, 20);
+} VKLLM_PARAMS_END(MatvecParams, 24);
 
 // matmul: x [n_tokens][cols], y [n_tokens][rows] (each token's vector contiguous, as ggml_mul_mat);
 // sums over the 32-column units unit_begin .. unit_end - 1 of k (long rows take several dispatches).
@@ -182,6 +198,13 @@ VKLLM_PARAMS_STRUCT(BenchReadParams) {
     uint per_invocation;
     uint contiguous;
 } VKLLM_PARAMS_END(BenchReadParams, 12);
+
+// bench_fma (vkllm bench-ops): `iterations` rounds of FMA chains per invocation.
+VKLLM_PARAMS_STRUCT(BenchFmaParams) {
+    uint iterations;
+    float multiplier;
+    float addend;
+} VKLLM_PARAMS_END(BenchFmaParams, 12);
 
 // copy_rows: a block of `width` columns of `rows` rows between row-major layouts (floats).
 VKLLM_PARAMS_STRUCT(CopyRowsParams) {

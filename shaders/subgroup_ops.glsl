@@ -1,5 +1,5 @@
 // The subgroup operations beyond the basic ones that vkllm's kernels use: reductions (subgroupAdd,
-// subgroupMax, subgroupMin) and ballots. Built with SUBGROUP_BASIC (each such kernel's `_basic`
+// subgroupMax, subgroupMin), ballots and broadcasts. Built with SUBGROUP_BASIC (each such kernel's `_basic`
 // pipeline, chosen on devices with only basic subgroup operations: the Vulkan 1.1 minimum) they go
 // through shared memory within each subgroup instead. Every call must then be made by every
 // invocation of the subgroup, as the kernels do (between workgroup barriers), and lanes are taken to
@@ -65,10 +65,16 @@ uint subgroup_ballot_exclusive_bit_count_basic(uvec4 bits) {
     return count;
 }
 
+float subgroup_broadcast_basic(float value, uint lane) {
+    subgroup_publish(floatBitsToUint(value));
+    return uintBitsToFloat(subgroup_slot(lane));
+}
+
 #define subgroupAdd subgroup_add_basic
 #define subgroupMax subgroup_max_basic
 #define subgroupMin subgroup_min_basic
 #define subgroupBallot subgroup_ballot_basic
+#define subgroupBroadcast subgroup_broadcast_basic
 #define subgroupBallotBitCount subgroup_ballot_bit_count_basic
 #define subgroupBallotExclusiveBitCount subgroup_ballot_exclusive_bit_count_basic
 

@@ -1,7 +1,12 @@
-// vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep]: GB/s of each matvec kernel on a
-// rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of the same device
-// measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers and through
-// texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
+// vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only SECTION]:
+// GB/s of each matvec kernel on a rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of
+// the same device measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers
+// and through texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
+// Then the device's matvec of each type on 2, 4 and 8 vectors at once (matvec_batch, a server's decode
+// step) next to matmul on as many, in time per batch against one vector's; the arithmetic ceiling (an
+// FMA-bound kernel, f32 and f16 where the device has fp16 arithmetic) with each type's matmul on 64
+// tokens as a fraction of its variant's; then decode attention with the 1B llama's heads over a few
+// cache fills, in GB/s of the cache read.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -17,6 +22,8 @@
 #include "gpu/pipeline.h"
 #include "gpu/timing.h"
 #include "gpu/transfer.h"
+#include "ops/attention.h"
+#include "ops/matmul.h"
 #include "ops/matvec.h"
 #include "options.h"
 #include "params.h"
@@ -27,29 +34,42 @@ namespace {
 struct Settings {
     uint32_t rows = 4096, cols = 4096, repeat = 20;
     bool sweep = false;     // every launch shape, not only the device's default
+    bool fastest = false;   // the fastest run rather than the median (on a machine shared with other work)
     std::string type;       // only this weight type ("q4_K"); empty: all
+    std::string only;       // only this section ("matvec", "arithmetic", "attention"); empty: all
 };
 
 // Settings from the command line, or nothing when --help was asked.
 std::optional<Settings> parse_settings(Args args) {
     Settings settings;
-    Options parser("bench-ops", "[--rows N] [--cols N] [--repeat N] [--type T] [--sweep]",
+    Options parser("bench-ops", "[--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only SECTION]",
                    "GB/s of each matvec kernel on a rows x cols weight, next to the device's streaming ceiling "
-                   "(a plain read kernel through storage and texel buffers, and vkCmdCopyBuffer).");
+                   "(a plain read kernel through storage and texel buffers, and vkCmdCopyBuffer), and on 2-8 "
+                   "vectors beside matmul; the FMA ceiling and each matmul's fraction of it; decode attention.");
     parser.add("--rows", settings.rows, "N", "weight rows")
         .add("--cols", settings.cols, "N", "weight columns")
         .add("--repeat", settings.repeat, "N", "timed runs; the median is reported")
         .add("--type", settings.type, "T", "only this weight type (q4_K, q8_0...); all when not given")
-        .flag("--sweep", settings.sweep, "every launch shape, not only the device's default");
+        .flag("--sweep", settings.sweep, "every launch shape, not only the device's default")
+        .flag("--fastest", settings.fastest, "report the fastest run instead of the median (a shared machine)")
+        .add("--only", settings.only, "SECTION", "only matvec, arithmetic or attention; all when not given");
     if (!parser.parse(args)) return std::nullopt;
     for (auto [name, value] : {std::pair{"--rows", settings.rows}, {"--cols", settings.cols}, {"--repeat", settings.repeat}})
         if (value == 0) fail("{} must be at least 1", name);
+    if (!settings.only.empty() && settings.only != "matvec" && settings.only != "arithmetic" && settings.only != "attention")
+        fail("--only {}: expected matvec, arithmetic or attention", settings.only);
     return settings;
 }
 
-// Median milliseconds of `repeat` runs of the recorded work, each its own timestamp region, after
-// one untimed run that touches every page.
-double median_ms(gpu::Device& device, uint32_t repeat, const auto& record) {
+struct Timing {
+    uint32_t repeat;
+    bool fastest;
+};
+
+// Median (or with --fastest, least) milliseconds of `repeat` runs of the recorded work, each its own
+// timestamp region, after one untimed run that touches every page.
+double run_ms(gpu::Device& device, Timing timing, const auto& record) {
+    const uint32_t repeat = timing.repeat;
     gpu::Commands warm_up(device);
     record(warm_up);
     warm_up.submit_and_wait();
@@ -65,6 +85,7 @@ double median_ms(gpu::Device& device, uint32_t repeat, const auto& record) {
     commands.submit_and_wait();
     std::vector<double> ms;
     for (const auto& region : timestamps.read()) ms.push_back(region.milliseconds);
+    if (timing.fastest) return *std::ranges::min_element(ms);
     std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
     return ms[ms.size() / 2];
 }
@@ -85,7 +106,7 @@ struct Ceiling {
 
 // The streaming ceiling over `bytes`: the read kernel (16 uvec4s per invocation, both patterns,
 // both read paths) and vkCmdCopyBuffer.
-Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) {
+Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, Timing timing) {
     gpu::Buffer source = device.allocator().create(bytes, gpu::MemoryDomain::Device);
     gpu::Buffer target = device.allocator().create(bytes, gpu::MemoryDomain::Device);
     const uint32_t count = uint32_t(bytes / 16), per_invocation = 16;
@@ -96,7 +117,7 @@ Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) 
         dispatch.params(params::BenchReadParams{count, per_invocation, contiguous});
         dispatch.groups = {read.groups_x((count + per_invocation - 1) / per_invocation), 1, 1};
         if (dispatch.groups[0] > device.caps().max_workgroup_count[0]) fail("bench-ops: the weight is too large");
-        return median_ms(device, repeat, [&](gpu::Commands& c) { c.record(dispatch); });
+        return run_ms(device, timing, [&](gpu::Commands& c) { c.record(dispatch); });
     };
 
     gpu::Commands fill(device);
@@ -108,7 +129,7 @@ Ceiling streaming_ceiling(gpu::Device& device, uint64_t bytes, uint32_t repeat) 
         rate.interleaved = gb_per_s(bytes, read_ms(false, texel));
         rate.contiguous = gb_per_s(bytes, read_ms(true, texel));
     }
-    double copy_ms = median_ms(device, repeat, [&](gpu::Commands& c) { c.copy(source.range(), target.range()); });
+    double copy_ms = run_ms(device, timing, [&](gpu::Commands& c) { c.copy(source.range(), target.range()); });
     ceiling.copy = gb_per_s(2 * bytes, copy_ms);
     return ceiling;
 }
@@ -160,6 +181,131 @@ std::string describe(const ops::MatvecConfig& config) {
                        config.rows_per_team);
 }
 
+// Decode attention of one query at position keys - 1 in a cache of n_cells f16 cells, with the 1B
+// llama's heads (32 of 64 dims over 8 KV heads): median ms and the GB/s of the K and V rows it reads.
+void bench_attention(gpu::Device& device, uint32_t keys, uint32_t n_cells, Timing timing) {
+    const ops::AttentionConfig config{.n_head = 32, .n_head_kv = 8, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f};
+    const ops::AttentionShape shape{.n_tokens = 1, .n_cells = n_cells, .kv_type = ops::KvType::F16};
+    const uint32_t row = config.n_head_kv * config.head_dim_k;
+    gpu::Allocator& allocator = device.allocator();
+    gpu::Buffer q = allocator.create(config.n_head * config.head_dim_k * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer k = allocator.create(ops::kv_cache_bytes(shape.kv_type, n_cells, row), gpu::MemoryDomain::Device);
+    gpu::Buffer v = allocator.create(ops::kv_cache_bytes(shape.kv_type, n_cells, row), gpu::MemoryDomain::Device);
+    gpu::Buffer out = allocator.create(config.n_head * config.head_dim_v * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer scratch = allocator.create(ops::attention_decode_scratch_bytes(config, shape), gpu::MemoryDomain::Device);
+    gpu::Buffer counters = allocator.create(ops::attention_decode_counter_bytes(config, shape), gpu::MemoryDomain::Device);
+    gpu::Buffer positions = allocator.create(4, gpu::MemoryDomain::DeviceMapped);
+    const int32_t position = int32_t(keys) - 1;
+    positions.write(0, std::as_bytes(std::span(&position, 1)));
+    gpu::Commands fill(device);
+    fill.fill(q.range(), 0x3c000000u).fill(k.range(), 0x3c003c00u).fill(v.range(), 0x3c003c00u).fill(counters.range(), 0);
+    fill.submit_and_wait();
+    const std::vector<gpu::Dispatch> dispatches = ops::attention_decode(
+        device, config, shape, {q.range(), k.range(), v.range(), positions.range(), out.range(), scratch.range(), counters.range()});
+    const double ms = run_ms(device, timing, [&](gpu::Commands& c) {
+        for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+    });
+    const uint64_t bytes = 2 * ops::kv_cache_bytes(shape.kv_type, keys, row);
+    std::printf("  %-18s %6u keys of %6u cells %9.2f %9.3f %9.2f\n", "attn_decode_f16", keys, n_cells,
+                double(bytes) / (1 << 20), ms, gb_per_s(bytes, ms));
+}
+
+// GFLOP/s of the FMA-bound kernel: 256 workgroups of 64 invocations, 512 iterations of 128 FMAs each.
+double fma_gflops(gpu::Device& device, bool float16, Timing timing) {
+    const uint32_t groups = 256, invocations = groups * 64, iterations = 512, fmas_per_iteration = 128;
+    const gpu::Pipeline& fma = device.pipelines().get(float16 ? "bench_fma_f16" : "bench_fma_f32", {{0, 64}});
+    gpu::Buffer sums = device.allocator().create(uint64_t(invocations) * 4, gpu::MemoryDomain::Device);
+    gpu::Dispatch dispatch{.pipeline = &fma};
+    dispatch.bindings = {{sums.range(), gpu::Access::Write}};
+    dispatch.params(params::BenchFmaParams{iterations, 0.999f, 0.001f});
+    dispatch.groups = {groups, 1, 1};
+    const double ms = run_ms(device, timing, [&](gpu::Commands& c) { c.record(dispatch); });
+    return 2.0 * invocations * iterations * fmas_per_iteration / (ms * 1e6);
+}
+
+// Each type's matmul on 64 tokens (the device's launch) as a fraction of the arithmetic ceiling of
+// its variant (f16 or f32).
+void bench_arithmetic(gpu::Device& device, const Settings& options) {
+    const gpu::Capabilities& caps = device.caps();
+    const Timing timing{options.repeat, options.fastest};
+    const double f32 = fma_gflops(device, false, timing), f16 = caps.use_float16() ? fma_gflops(device, true, timing) : 0;
+    std::printf("arithmetic ceiling: f32 FMA %.1f GFLOP/s", f32);
+    if (f16 > 0) std::printf(", f16 FMA %.1f GFLOP/s", f16);
+    std::printf("\nmatmul %u x %u on 64 tokens, %s of %u runs:\n", options.rows, options.cols,
+                options.fastest ? "fastest" : "median", options.repeat);
+    std::printf("  %-24s %9s %9s %8s\n", "pipeline", "ms", "GFLOP/s", "of FMA");
+    const uint32_t n_tokens = 64;
+    gpu::Buffer x = device.allocator().create(uint64_t(n_tokens) * options.cols * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer y = device.allocator().create(uint64_t(n_tokens) * options.rows * 4, gpu::MemoryDomain::Device);
+    gpu::Commands fill(device);
+    fill.fill(x.range(), 0x3f000000u).fill(y.range(), 0);
+    fill.submit_and_wait();
+    for (const gguf::TypeTraits& traits : gguf::type_table) {
+        if (!traits.runs_on_vkllm || (!options.type.empty() && traits.name != options.type)) continue;
+        ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
+        gpu::Buffer weights = make_weights(device, traits.type, options);
+        const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
+        const ops::MatmulConfig config = ops::matmul_config(caps, traits.type);
+        const std::vector<gpu::Dispatch> dispatches = ops::matmul(device, matrix, x.range(), y.range(), n_tokens, false);
+        const double ms = run_ms(device, timing, [&](gpu::Commands& c) {
+            for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+        });
+        const double gflops = 2.0 * options.rows * options.cols * n_tokens / (ms * 1e6);
+        std::printf("  %-24s %9.3f %9.1f %7.0f%%\n", ops::matmul_pipeline_name(traits.type, config).c_str(), ms, gflops,
+                    100.0 * gflops / (config.float16 ? f16 : f32));
+    }
+}
+
+void bench_matvecs(gpu::Device& device, const Settings& options) {
+    const gpu::Capabilities& caps = device.caps();
+    const uint64_t stream_bytes = uint64_t(options.rows) * options.cols * 4;
+    const Ceiling ceiling = streaming_ceiling(
+        device, std::min<uint64_t>(stream_bytes, device.allocator().max_binding_range()), {options.repeat, options.fastest});
+    std::printf("streaming ceiling: read kernel through storage buffers %.2f GB/s (interleaved %.2f, contiguous "
+                "%.2f), through texel buffers %.2f GB/s (%.2f, %.2f); vkCmdCopyBuffer %.2f GB/s (read + write)\n",
+                ceiling.storage.best(), ceiling.storage.interleaved, ceiling.storage.contiguous, ceiling.texel.best(),
+                ceiling.texel.interleaved, ceiling.texel.contiguous, ceiling.copy);
+    std::printf("matvec %u x %u, %s of %u runs:\n", options.rows, options.cols, options.fastest ? "fastest" : "median",
+                options.repeat);
+    std::printf("  %-18s %-24s %9s %9s %9s %8s\n", "pipeline", "launch", "MiB", "ms", "GB/s", "of read");
+
+    const uint64_t vectors = ops::matvec_max_tokens;
+    gpu::Buffer x_buffer = device.allocator().create(vectors * options.cols * 4, gpu::MemoryDomain::Device);
+    gpu::Buffer y_buffer = device.allocator().create(vectors * options.rows * 4, gpu::MemoryDomain::Device);
+    gpu::Commands fill(device);
+    fill.fill(x_buffer.range(), 0x3f000000u).fill(y_buffer.range(), 0);
+    fill.submit_and_wait();
+    auto time = [&](const std::vector<gpu::Dispatch>& dispatches) {
+        return run_ms(device, {options.repeat, options.fastest}, [&](gpu::Commands& c) {
+            for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+        });
+    };
+    for (const gguf::TypeTraits& traits : gguf::type_table) {
+        if (!traits.runs_on_vkllm || (!options.type.empty() && traits.name != options.type)) continue;
+        ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
+        gpu::Buffer weights = make_weights(device, traits.type, options);
+        const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
+        const double mib = double(weights.size()) / (1 << 20);
+        double one_ms = 0;  // the device's launch on one vector
+        for (const ops::MatvecConfig& config : launch_shapes(caps, traits.type, options)) {
+            const double ms = time(ops::matvec(device, matrix, x_buffer.range(), y_buffer.range(), false, config));
+            if (one_ms == 0) one_ms = ms;
+            const double gbs = gb_per_s(weights.size(), ms);
+            std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %7.0f%%\n",
+                        ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(), mib, ms,
+                        gbs, 100.0 * gbs / ceiling.read(config.texel_reads));
+        }
+        const std::string name = ops::matvec_pipeline_name(traits.type, ops::matvec_config(caps, traits.type, options.cols));
+        for (uint32_t n : {2u, 4u, ops::matvec_max_tokens}) {  // "x one" is the batch's time over one vector's
+            const double batch_ms = time(ops::matvec_batch(device, matrix, x_buffer.range(), y_buffer.range(), n, false));
+            const double matmul_ms = time(ops::matmul(device, matrix, x_buffer.range(), y_buffer.range(), n, false));
+            std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %6.2fx one; matmul %.3f ms\n", name.c_str(),
+                        fmt::format("{} vectors", n).c_str(), mib, batch_ms, gb_per_s(weights.size(), batch_ms),
+                        batch_ms / one_ms, matmul_ms);
+        }
+    }
+}
+
 }  // namespace
 
 int bench_ops(Args args) {
@@ -171,35 +317,14 @@ int bench_ops(Args args) {
     const gpu::Capabilities& caps = device.caps();
     std::printf("device: %s (%s)\n", caps.name.c_str(), caps.type_name().c_str());
 
-    const uint64_t stream_bytes = uint64_t(options.rows) * options.cols * 4;
-    const Ceiling ceiling = streaming_ceiling(
-        device, std::min<uint64_t>(stream_bytes, device.allocator().max_binding_range()), options.repeat);
-    std::printf("streaming ceiling: read kernel through storage buffers %.2f GB/s (interleaved %.2f, contiguous "
-                "%.2f), through texel buffers %.2f GB/s (%.2f, %.2f); vkCmdCopyBuffer %.2f GB/s (read + write)\n",
-                ceiling.storage.best(), ceiling.storage.interleaved, ceiling.storage.contiguous, ceiling.texel.best(),
-                ceiling.texel.interleaved, ceiling.texel.contiguous, ceiling.copy);
-    std::printf("matvec %u x %u, median of %u runs:\n", options.rows, options.cols, options.repeat);
-    std::printf("  %-18s %-24s %9s %9s %9s %8s\n", "pipeline", "launch", "MiB", "ms", "GB/s", "of read");
-
-    std::vector<float> x(options.cols, 0.5f), y(options.rows, 0.0f);
-    gpu::Buffer x_buffer = device.allocator().create(x.size() * 4, gpu::MemoryDomain::Device);
-    gpu::Buffer y_buffer = device.allocator().create(y.size() * 4, gpu::MemoryDomain::Device);
-    for (const gguf::TypeTraits& traits : gguf::type_table) {
-        if (!traits.runs_on_vkllm || (!options.type.empty() && traits.name != options.type)) continue;
-        ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
-        gpu::Buffer weights = make_weights(device, traits.type, options);
-        const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
-        for (const ops::MatvecConfig& config : launch_shapes(caps, traits.type, options)) {
-            std::vector<gpu::Dispatch> dispatches =
-                ops::matvec(device, matrix, x_buffer.range(), y_buffer.range(), false, config);
-            double ms = median_ms(device, options.repeat, [&](gpu::Commands& c) {
-                for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
-            });
-            const double gbs = gb_per_s(weights.size(), ms);
-            std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %7.0f%%\n",
-                        ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(),
-                        double(weights.size()) / (1 << 20), ms, gbs, 100.0 * gbs / ceiling.read(config.texel_reads));
-        }
+    if (options.only.empty() || options.only == "matvec") bench_matvecs(device, options);
+    if (options.only.empty() || options.only == "arithmetic") bench_arithmetic(device, options);
+    if (options.only.empty() || options.only == "attention") {
+        std::printf("decode attention, 1B llama heads, f16 cache, %s of %u runs:\n", options.fastest ? "fastest" : "median",
+                    options.repeat);
+        std::printf("  %-18s %-29s %9s %9s %9s\n", "pipeline", "context", "MiB", "ms", "GB/s");
+        for (auto [keys, cells] : {std::pair{64u, 64u}, {4096u, 4096u}, {64u, 131072u}, {4096u, 131072u}})
+            bench_attention(device, keys, cells, {options.repeat, options.fastest});
     }
     return 0;
 }

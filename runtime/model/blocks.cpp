@@ -64,8 +64,10 @@ void Builder::add(const std::string& name, const std::vector<gpu::Dispatch>& dis
 
 void project(Builder& b, const std::string& name, const Weight& weights, graph::Region x, graph::Region y,
              bool accumulate) {
-    auto dispatches = b.shape.n_tokens == 1
-                          ? ops::matvec(b.device, weights.matrix(), b.range(x), b.range(y), accumulate)
+    // A small batch reads each weight once for all its tokens (matvec_batch); more tokens take matmul.
+    auto dispatches = b.shape.n_tokens <= ops::matvec_max_tokens
+                          ? ops::matvec_batch(b.device, weights.matrix(), b.range(x), b.range(y), b.shape.n_tokens,
+                                              accumulate)
                           : ops::matmul(b.device, weights.matrix(), b.range(x), b.range(y), b.shape.n_tokens, accumulate);
     b.add(name, dispatches, weights.bytes());
 }

@@ -12,13 +12,20 @@ namespace vkllm::ops {
 
 namespace {
 
-constexpr uint32_t decode_max_heads = 8;      // query heads sharing one workgroup's K/V reads
-constexpr uint32_t decode_target_chunk = 128;  // keys per decode chunk (one per invocation)
-// CPU devices pay a sizable fixed cost per workgroup: there, a few workgroups per head group loop
-// over the chunks, at most this many each (about 100 loop iterations per chunk and invocation).
-constexpr uint32_t cpu_decode_workgroups = 8, cpu_decode_max_chunks_per_workgroup = 64;
+constexpr uint32_t decode_max_heads = 8;  // query heads sharing one workgroup's K/V reads
+// Each decode lane holds HEADS x its output dims as accumulators: at most this many vec4s.
+constexpr uint32_t decode_max_accumulators = 16;
+// Decode splits a query's keys over at most this many workgroups per head group (more only where the
+// cache needs them to keep each one under decode_max_worker_keys), each taking at least
+// worker_keys: on GPUs enough workgroups to fill the device at long contexts; on CPU devices, where
+// every workgroup has a sizable fixed cost, about cpu_decode_workgroups in all.
+constexpr uint32_t decode_max_workers = 64, gpu_worker_keys = 256, cpu_worker_keys = 512, cpu_decode_workgroups = 16;
+// Keys one decode workgroup may take: its loop runs once per block of keys (lavapipe's loop cap), and
+// with basic subgroup operations (subgroup_ops.glsl's loops) about once per key and head.
+constexpr uint32_t decode_max_worker_keys = 65536, decode_max_worker_keys_basic = 2048;
 constexpr uint32_t prefill_rows_per_thread = 4;
 constexpr uint32_t prefill_tiles_per_pass = 64;  // keeps each invocation's loops in the low thousands
+constexpr uint32_t prefill_min_tile = 8;          // keys per tile: 32, 16 or 8 (fit_prefill_launch)
 constexpr uint64_t shared_reserve = 1024;        // workgroup_reduce.glsl's scratch and small arrays
 
 uint32_t v_stride(const AttentionConfig& config, const AttentionShape& shape) {
@@ -50,39 +57,52 @@ void check(const AttentionConfig& config, const AttentionShape& shape, const Att
         fail("{}: buffers too small for {} queries over {} cells", op, shape.n_tokens, shape.n_cells);
 }
 
-// Decode: one invocation per key of a chunk; the chunk is a multiple of the head_dim_v / 4
-// invocations that each own 4 output dims, so it depends on the config alone (as scratch sizes must).
-uint32_t decode_chunk(const AttentionConfig& config) {
-    const uint32_t dim_threads = config.head_dim_v / 4;
-    return dim_threads * std::max(1u, decode_target_chunk / dim_threads);
+// Workgroups per head group a decode dispatch needs (under the loop cap) and may have (up to
+// decode_max_workers, no more than the cells); scratch is sized for the latter.
+uint32_t decode_workers_needed(const AttentionShape& shape, uint32_t max_worker_keys) {
+    return (shape.n_cells + max_worker_keys - 1) / max_worker_keys;
 }
 
-uint32_t decode_chunks(const AttentionConfig& config, const AttentionShape& shape) {
-    return (shape.n_cells + decode_chunk(config) - 1) / decode_chunk(config);
+uint32_t decode_workers_bound(const AttentionShape& shape) {
+    return std::max(std::min(decode_max_workers, shape.n_cells), decode_workers_needed(shape, decode_max_worker_keys_basic));
 }
 
 // Bytes of the partial outputs, aligned so the partial statistics after them can be bound.
 uint64_t decode_partial_out_bytes(const AttentionConfig& config, const AttentionShape& shape) {
-    const uint64_t bytes = uint64_t(shape.n_tokens) * config.n_head * decode_chunks(config, shape) * config.head_dim_v * 4;
+    const uint64_t bytes = uint64_t(shape.n_tokens) * config.n_head * decode_workers_bound(shape) * config.head_dim_v * 4;
     return (bytes + 255) / 256 * 256;
 }
 
-// Query heads per decode workgroup: as many of a KV group as shared memory holds, up to 8.
-uint32_t decode_heads(const gpu::Capabilities& caps, const AttentionConfig& config, uint32_t chunk) {
+// One subgroup per decode workgroup: the driver's size, required where the device lets it vary.
+gpu::PipelineOptions decode_pipeline_options(const gpu::Capabilities& caps, const AttentionConfig& config,
+                                             uint32_t lanes, uint32_t heads) {
+    const uint32_t q_private = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    gpu::PipelineOptions options{{{0, lanes}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads}, {6, q_private}}, 0};
+    if (caps.subgroup_size_control && caps.min_subgroup_size != caps.max_subgroup_size)
+        options.required_subgroup_size = lanes;
+    return options;
+}
+
+// Query heads per decode workgroup: as many of a KV group as the lanes' accumulators and shared
+// memory hold, up to 8.
+uint32_t decode_heads(const gpu::Capabilities& caps, const AttentionConfig& config, uint32_t lanes) {
     const uint32_t group = config.n_head / config.n_head_kv;
-    // q_tile, probs, slice_sums and head_partials of shaders/attn_decode.comp
-    auto shared_bytes = [&](uint32_t h) { return uint64_t(h) * (config.head_dim_k * 4 + chunk * 4 + chunk * 16 + chunk / 2); };
+    // shaders/attn_decode.comp's QUADS and LANE_UNITS
+    const uint32_t quads = config.head_dim_k % 8 == 0 && config.head_dim_v % 8 == 0 ? 2 : 1;
+    const uint32_t lane_vec4s = (config.head_dim_v / 4 / quads + lanes - 1) / lanes * quads;
     for (uint32_t heads = std::min(group, decode_max_heads); heads > 0; --heads)
-        if (group % heads == 0 && shared_bytes(heads) + shared_reserve <= caps.max_shared_memory) return heads;
+        if (group % heads == 0 && heads * lane_vec4s <= std::max(decode_max_accumulators, lane_vec4s) &&
+            uint64_t(heads) * config.head_dim_k * 4 + shared_reserve <= caps.max_shared_memory)
+            return heads;
     fail("attention_decode: heads of {} dims do not fit in shared memory", config.head_dim_k);
 }
 
 params::AttentionParams attention_params(const AttentionConfig& config, const AttentionShape& shape,
-                                         uint32_t n_chunks, uint32_t key_begin, uint32_t key_end) {
+                                         uint32_t worker_keys, uint32_t key_begin, uint32_t key_end) {
     return {.n_tokens = shape.n_tokens,
             .q_stride = shape.q_stride ? shape.q_stride : config.n_head * config.head_dim_k,
             .n_head = config.n_head, .n_head_kv = config.n_head_kv,
-            .n_cells = shape.n_cells, .n_chunks = n_chunks, .key_begin = key_begin, .key_end = key_end,
+            .n_cells = shape.n_cells, .worker_keys = worker_keys, .key_begin = key_begin, .key_end = key_end,
             .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap, .causal = config.causal,
             .v_row = v_stride(config, shape)};
 }
@@ -103,7 +123,7 @@ std::optional<PrefillLaunch> fit_prefill_launch(const gpu::Capabilities& caps, c
     const uint32_t widest = std::max(config.head_dim_k, config.head_dim_v);
     if (dim_threads < prefill_rows_per_thread || dim_threads * row_threads > caps.max_workgroup_invocations)
         return std::nullopt;
-    for (uint32_t tile = 32; tile >= 8; tile /= 2) {
+    for (uint32_t tile = 32; tile >= prefill_min_tile; tile /= 2) {
         const uint64_t shared = tile_element_bytes * (rows * config.head_dim_k + tile * widest) + 4ull * rows * tile;
         if (shared + rows * 24 + shared_reserve <= caps.max_shared_memory)
             return PrefillLaunch{dim_threads * row_threads, rows, tile, float16};
@@ -138,7 +158,7 @@ bool attention_prefill_supports(const gpu::Capabilities& caps, const AttentionCo
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape) {
     return decode_partial_out_bytes(config, shape) +
-           uint64_t(shape.n_tokens) * config.n_head * decode_chunks(config, shape) * 8;
+           uint64_t(shape.n_tokens) * config.n_head * decode_workers_bound(shape) * 8;
 }
 
 // One per query and head group; the device picks the group size, so this is sized for groups of one.
@@ -148,26 +168,32 @@ uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const Att
 
 std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                             const AttentionShape& shape, const AttentionBuffers& buffers,
-                                            uint32_t chunk_workgroups) {
+                                            uint32_t workers_wanted) {
     check(config, shape, buffers, "attention_decode");
     require_scratch(buffers, attention_decode_scratch_bytes(config, shape), "attention_decode");
     if (buffers.counters.size < attention_decode_counter_bytes(config, shape))
         fail("attention_decode: counters of {} bytes, {} needed", buffers.counters.size,
              attention_decode_counter_bytes(config, shape));
     const gpu::Capabilities& caps = device.caps();
-    const uint32_t chunk = decode_chunk(config), n_chunks = decode_chunks(config, shape);
-    const uint32_t heads = decode_heads(caps, config, chunk);
-    if (shape.n_tokens > caps.max_workgroup_count[2] || config.n_head / heads > caps.max_workgroup_count[1] ||
-        n_chunks > caps.max_workgroup_count[0])
-        fail("attention_decode: {} queries over {} chunks exceed the device's dispatch limits", shape.n_tokens, n_chunks);
+    const uint32_t lanes = std::max(1u, caps.subgroup_size), heads = decode_heads(caps, config, lanes);
+    const uint32_t head_groups = config.n_head / heads;
+    const bool cpu = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    uint32_t workers = workers_wanted ? workers_wanted
+                       : cpu            ? (cpu_decode_workgroups + head_groups * shape.n_tokens - 1) / (head_groups * shape.n_tokens)
+                                        : (shape.n_cells + gpu_worker_keys - 1) / gpu_worker_keys;
+    const uint32_t max_worker_keys =
+        caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) ? decode_max_worker_keys : decode_max_worker_keys_basic;
+    workers = std::max(std::min(workers, decode_workers_bound(shape)), decode_workers_needed(shape, max_worker_keys));
+    if (shape.n_tokens > caps.max_workgroup_count[2] || head_groups > caps.max_workgroup_count[1] ||
+        workers > caps.max_workgroup_count[0])
+        fail("attention_decode: {} queries over {} cells exceed the device's dispatch limits", shape.n_tokens, shape.n_cells);
     const uint64_t out_bytes = decode_partial_out_bytes(config, shape);
     const gpu::BufferRange partial_out = buffers.scratch.sub(0, out_bytes);
     const gpu::BufferRange partial_stats = buffers.scratch.sub(out_bytes, buffers.scratch.size - out_bytes);
 
     gpu::Dispatch decode;
-    decode.pipeline = &device.pipelines().get(
-        kv_pipeline_name("attn_decode", shape.kv_type, false, device.caps()),
-        {{0, chunk}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads}});
+    decode.pipeline = &device.pipelines().get(kv_pipeline_name("attn_decode", shape.kv_type, false, caps),
+                                              decode_pipeline_options(caps, config, lanes, heads));
     decode.bindings = {{buffers.q, gpu::Access::Read},
                        {buffers.k_cache, gpu::Access::Read},
                        {buffers.v_cache, gpu::Access::Read},
@@ -176,20 +202,31 @@ std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const Attention
                        {partial_stats, gpu::Access::ReadWrite},
                        {buffers.counters, gpu::Access::ReadWrite},
                        {buffers.out, gpu::Access::Write}};
-    decode.params(attention_params(config, shape, n_chunks, 0, shape.n_cells));
-    uint32_t workgroups = n_chunks;
-    if (chunk_workgroups)
-        workgroups = std::min(n_chunks, chunk_workgroups);
-    else if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU)
-        workgroups = std::min(n_chunks, std::max(cpu_decode_workgroups,
-                                                 (n_chunks + cpu_decode_max_chunks_per_workgroup - 1) /
-                                                     cpu_decode_max_chunks_per_workgroup));
-    decode.groups = {workgroups, config.n_head / heads, shape.n_tokens};
+    const uint32_t worker_keys = workers_wanted ? 1 : cpu ? cpu_worker_keys : gpu_worker_keys;
+    decode.params(attention_params(config, shape, worker_keys, 0, shape.n_cells));
+    decode.groups = {workers, head_groups, shape.n_tokens};
     return {decode};
 }
 
+namespace {
+
+// Prefill's passes over `keys` with tiles of tile_keys, and the bytes of its scratch before their arguments.
+uint32_t prefill_spans(uint32_t keys, uint32_t tile_keys) {
+    const uint32_t span = tile_keys * prefill_tiles_per_pass;
+    return (keys + span - 1) / span;
+}
+
+uint64_t prefill_stats_bytes(const AttentionConfig& config, const AttentionShape& shape) {
+    return (uint64_t(shape.n_tokens) * config.n_head * 8 + 15) / 16 * 16;
+}
+
+}  // namespace
+
+// The running (max, sum) per query and head, then where the cache takes more than one pass, each
+// pass's VkDispatchIndirectCommand.
 uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape) {
-    return uint64_t(shape.n_tokens) * config.n_head * 8;
+    const uint32_t spans = prefill_spans(shape.n_cells, prefill_min_tile);
+    return prefill_stats_bytes(config, shape) + (spans > 1 ? uint64_t(spans) * 12 : 0);
 }
 
 std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
@@ -207,16 +244,33 @@ std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const Attentio
     if (tiles > caps.max_workgroup_count[0] || config.n_head > caps.max_workgroup_count[1])
         fail("attention_prefill: {} queries exceed the device's dispatch limits", shape.n_tokens);
     const uint32_t keys = key_limit ? std::min(key_limit, shape.n_cells) : shape.n_cells;
-    const uint32_t span = launch.tile_keys * prefill_tiles_per_pass;
+    const uint32_t span_keys = launch.tile_keys * prefill_tiles_per_pass, spans = prefill_spans(keys, launch.tile_keys);
+    const uint64_t stats_bytes = prefill_stats_bytes(config, shape);
+    const gpu::BufferRange stats = buffers.scratch.sub(0, stats_bytes);
     std::vector<gpu::Dispatch> passes;
-    for (uint32_t begin = 0; begin < keys; begin += span) {
+    // Past one pass, a first one gives each pass its workgroups only where a query sees its keys.
+    std::optional<gpu::BufferRange> commands;
+    if (spans > 1) {
+        commands = buffers.scratch.sub(stats_bytes, uint64_t(spans) * 12);
+        gpu::Dispatch& sizing = passes.emplace_back();
+        sizing.pipeline = &device.pipelines().get("attn_prefill_spans");
+        sizing.bindings = {{buffers.positions, gpu::Access::Read}, {*commands, gpu::Access::Write}};
+        sizing.params(params::AttentionSpanParams{.n_tokens = shape.n_tokens, .n_cells = shape.n_cells,
+                                                  .n_swa = config.n_swa, .causal = config.causal,
+                                                  .span_keys = span_keys, .n_spans = spans, .key_end = keys,
+                                                  .groups_x = tiles, .groups_y = config.n_head});
+        sizing.groups = {1, 1, 1};
+    }
+    for (uint32_t span = 0; span < spans; ++span) {
+        const uint32_t begin = span * span_keys;
         gpu::Dispatch& pass = passes.emplace_back();
         pass.pipeline = &pipeline;
         pass.bindings = {{buffers.q, gpu::Access::Read},          {buffers.k_cache, gpu::Access::Read},
                          {buffers.v_cache, gpu::Access::Read},    {buffers.positions, gpu::Access::Read},
-                         {buffers.out, gpu::Access::ReadWrite},   {buffers.scratch, gpu::Access::ReadWrite}};
-        pass.params(attention_params(config, shape, 0, begin, std::min(keys, begin + span)));
-        pass.groups = {tiles, config.n_head, 1};
+                         {buffers.out, gpu::Access::ReadWrite},   {stats, gpu::Access::ReadWrite}};
+        pass.params(attention_params(config, shape, 0, begin, std::min(keys, begin + span_keys)));
+        if (commands) pass.indirect = commands->sub(uint64_t(span) * 12, 12);
+        else pass.groups = {tiles, config.n_head, 1};
     }
     return passes;
 }

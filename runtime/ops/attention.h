@@ -6,10 +6,13 @@
 // circular one serves a sliding window of W for batches of n_tokens with W + n_tokens - 1 cells.
 // Query positions come from the int32 positions buffer that RoPE reads, so recorded dispatches serve
 // every step: they cover the whole cache and skip the keys no query sees.
-//   decode:  few queries; the keys split over workgroups whose last to finish merges their partial
-//            results, in one dispatch (shaders/attn_decode.comp). Scratch grows with n_tokens * n_cells.
-//   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys;
-//            where caps.use_float16(), q.k is formed in f16 (f32 sums and softmax).
+//   decode:  few queries; each query's visible keys split over workgroups (as many as the keys in use
+//            call for, up to the dispatch's) whose last to finish merges their partial results, in one
+//            dispatch (shaders/attn_decode.comp). Scratch grows with n_tokens, not n_cells.
+//   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys,
+//            indirect where there are several: a first pass (attn_prefill_spans.comp) gives workgroups
+//            only to the spans some query sees; where caps.use_float16(), q.k is formed in f16 (f32
+//            sums and softmax).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -47,11 +50,12 @@ std::string kv_pipeline_name(std::string_view kernel, KvType type, bool float16,
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
 uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const AttentionShape& shape);
-// chunk_workgroups (0: the device's choice; tests set it) is how many workgroups per head group share
-// the chunks: one per chunk of the cache on GPUs, a few that loop on CPU devices. One dispatch.
+// workers (0: the device's choice; tests set it) is how many workgroups per head group may share a
+// query's keys: many on GPUs, a few on CPU devices; a test's count splits the keys as finely as it
+// allows. One dispatch.
 std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                             const AttentionShape& shape, const AttentionBuffers& buffers,
-                                            uint32_t chunk_workgroups = 0);
+                                            uint32_t workers = 0);
 
 // Whether the prefill kernel takes heads of this size on the device (head_dim_v of 16 or more, and
 // tiles that fit its shared memory); the decode kernel serves many queries otherwise, more slowly.

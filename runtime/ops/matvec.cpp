@@ -150,16 +150,22 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
     return matvec(device, weights, MatvecInput::plain(x), y, accumulate, config);
 }
 
-std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
-                                  const gpu::BufferRange& y, bool accumulate, std::optional<MatvecConfig> config) {
+namespace {
+
+std::vector<gpu::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
+                                         const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
+                                         std::optional<MatvecConfig> config) {
     using Kind = MatvecInput::Kind;
     const gpu::Capabilities& caps = device.caps();
     const std::vector<WeightSegment> segments = weight_segments(weights, "matvec");
+    if (n_tokens == 0 || n_tokens > matvec_max_tokens || (n_tokens > 1 && input.kind != Kind::Plain))
+        fail("matvec: {} vectors at once (1 to {}, formed inputs for 1 only)", n_tokens, matvec_max_tokens);
     const bool glu = input.kind == Kind::SwiGlu || input.kind == Kind::GeGlu || input.kind == Kind::SwiGluOai;
-    const uint64_t x_bytes = uint64_t(weights.cols) * 4 * (glu ? 2 : 1);
-    if (input.x.size < x_bytes || y.size < uint64_t(weights.rows) * 4)
+    const uint64_t x_bytes = uint64_t(n_tokens) * weights.cols * 4 * (glu ? 2 : 1);
+    const uint64_t y_bytes = uint64_t(n_tokens) * weights.rows * 4;
+    if (input.x.size < x_bytes || y.size < y_bytes)
         fail("matvec: {} x {} weights need x of {} bytes and y of {} bytes, got {} and {}", weights.rows,
-             weights.cols, x_bytes, uint64_t(weights.rows) * 4, input.x.size, y.size);
+             weights.cols, x_bytes, y_bytes, input.x.size, y.size);
     if (input.kind == Kind::RmsNorm && (!input.norm_weight || input.norm_weight->size < uint64_t(weights.cols) * 4))
         fail("matvec: an RMSNorm input of {} columns needs a norm weight of {} bytes", weights.cols,
              uint64_t(weights.cols) * 4);
@@ -170,7 +176,7 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
     const gpu::Pipeline& pipeline = device.pipelines().get(
         matvec_pipeline_name(weights.type, launch),
         {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team},
-         {5, uint32_t(input.kind)}, {6, norm_by_workgroup(caps, input, weights.cols)}});
+         {5, uint32_t(input.kind)}, {6, norm_by_workgroup(caps, input, weights.cols)}, {7, n_tokens}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
     std::vector<gpu::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
@@ -181,12 +187,25 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
                              {input.x, gpu::Access::Read},
                              {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write},
                              {input.norm_weight.value_or(input.x), gpu::Access::Read}};
-        dispatch.params(params::MatvecParams{.cols = weights.cols, .row_count = segment.row_count,
-                                             .row_offset = segment.row_offset, .accumulate = accumulate,
-                                             .eps = input.eps});
+        dispatch.params(params::MatvecParams{.cols = weights.cols, .rows = weights.rows,
+                                             .row_count = segment.row_count, .row_offset = segment.row_offset,
+                                             .accumulate = accumulate, .eps = input.eps});
         dispatch.groups = group_grid((segment.row_count + rows_per_group - 1) / rows_per_group, caps);
     }
     return dispatches;
+}
+
+}  // namespace
+
+std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
+                                  const gpu::BufferRange& y, bool accumulate, std::optional<MatvecConfig> config) {
+    return matvec_tokens(device, weights, input, y, 1, accumulate, config);
+}
+
+std::vector<gpu::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
+                                        const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
+                                        std::optional<MatvecConfig> config) {
+    return matvec_tokens(device, weights, MatvecInput::plain(x), y, n_tokens, accumulate, config);
 }
 
 }  // namespace vkllm::ops

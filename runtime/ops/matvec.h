@@ -97,6 +97,14 @@ std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weigh
                                   const gpu::BufferRange& y, bool accumulate,
                                   std::optional<MatvecConfig> config = std::nullopt);
 
+// Y = W X (Y += W X with accumulate) for a small batch: x [n_tokens][cols], y [n_tokens][rows], n_tokens
+// from 1 to matvec_max_tokens. Each unit of weights is decoded once for all the tokens, so the
+// weights are read once per batch (the server's decode step, short prompts); matmul takes more.
+constexpr uint32_t matvec_max_tokens = 8;  // MAX_TOKENS in shaders/matvec_body.glsl
+std::vector<gpu::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
+                                        const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
+                                        std::optional<MatvecConfig> config = std::nullopt);
+
 // Whether a GLU input, whose activations every row team recomputes, costs less than the activation
 // pass it saves: on GPUs always; on CPU devices, where each lane recomputes all `cols` of them, only
 // while that stays near one dispatch's fixed cost (tiny models).

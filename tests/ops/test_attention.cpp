@@ -68,12 +68,13 @@ void check_counters_zero(const gpu::Buffer& counters, const ops::AttentionConfig
     CHECK(test::download_values<uint32_t>(counters, count) == std::vector<uint32_t>(count, 0));
 }
 
-// chunk_workgroups: decode's workgroups per head group (0: the device's choice).
-void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32_t chunk_workgroups = 0) {
+// workers: decode's workgroups per head group (0: the device's choice; a count splits the keys as
+// finely as it allows).
+void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32_t workers = 0) {
     const std::string name = c.name;
     CAPTURE(name);
     CAPTURE(prefill);
-    CAPTURE(chunk_workgroups);
+    CAPTURE(workers);
     const ops::AttentionConfig& config = c.config;
     // Under a small device profile (VKLLM_DEVICE_PROFILE) a model runs such heads' prefill through the
     // decode kernel (model/blocks.cpp); the fixture tests cover that path.
@@ -98,7 +99,7 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32
     const ops::AttentionBuffers buffers{q.range(),   k.range(),       v.range(),       positions.range(),
                                         out.range(), scratch.range(), counters.range()};
     test::run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
-                      : ops::attention_decode(test::device(), config, shape, buffers, chunk_workgroups));
+                      : ops::attention_decode(test::device(), config, shape, buffers, workers));
 
     const bool float16 = prefill && test::device().caps().use_float16();
     test::check_close(test::download(out, out_count), reference(c, inputs, c.positions),
@@ -129,16 +130,24 @@ TEST_CASE("attention decode: GQA, f16 and q8_0 caches, sliding window, softcap, 
                          .n_swa = 100}, ops::KvType::F16, 1000, {999, 50}},
     };
     uint64_t seed = test::base_seed() + 900;
-    for (const AttentionCase& c : cases) {  // one workgroup per chunk (as on GPUs), 3 that loop, the device's choice
+    for (const AttentionCase& c : cases) {  // as many workgroups as allowed (as on GPUs), 3, the device's choice
         check_attention(c, false, seed, UINT32_MAX);
         check_attention(c, false, seed, 3);
         check_attention(c, false, seed++, 0);
     }
 }
 
+// The fewest workgroups the op allows over a long cache: each loops over some 35000 keys, which
+// lavapipe's loop cap allows only because a workgroup's loop runs once per block of keys.
+TEST_CASE("attention decode: 70000 keys over the fewest workgroups") {
+    const AttentionCase c{"fewest workgroups", {.n_head = 4, .n_head_kv = 1, .head_dim_k = 64, .head_dim_v = 64,
+                                                .scale = 0.125f}, ops::KvType::F16, 70000, {69999}};
+    check_attention(c, false, test::base_seed() + 950, 1);
+}
+
 // A session records decode once and replays it for every token: each run must leave the arrival
-// counters zero for the next. Positions move across chunk boundaries, before the first chunk's end
-// (most workgroups find no chunk and leave at once), around a circular window cache, and below 0.
+// counters zero for the next. Positions move across block boundaries, to a few keys (most workgroups
+// find no share of them and leave at once), around a circular window cache, and below 0.
 TEST_CASE("attention decode: one dispatch replayed over changing positions") {
     const AttentionCase c{"replayed", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f,
                                        .softcap = 5.0f, .n_swa = 700}, ops::KvType::Q8_0, 1000, {0, 0}};
@@ -155,10 +164,10 @@ TEST_CASE("attention decode: one dispatch replayed over changing positions") {
                                         out.range(), scratch.range(), counters.range()};
     const std::vector<std::vector<int32_t>> steps = {{998, 999}, {0, 1}, {127, 128}, {-1, 300}, {4999, 5000},
                                                      {699, 700}, {128, 129}, {-3, -2}, {998, 999}};
-    for (uint32_t chunk_workgroups : {UINT32_MAX, 3u, 0u}) {
-        CAPTURE(chunk_workgroups);
+    for (uint32_t workers : {UINT32_MAX, 3u, 0u}) {
+        CAPTURE(workers);
         const std::vector<gpu::Dispatch> dispatches =
-            ops::attention_decode(test::device(), c.config, shape, buffers, chunk_workgroups);
+            ops::attention_decode(test::device(), c.config, shape, buffers, workers);
         for (const std::vector<int32_t>& step : steps) {
             CAPTURE(step[1]);
             positions.write(0, std::as_bytes(std::span(step)));
@@ -170,6 +179,7 @@ TEST_CASE("attention decode: one dispatch replayed over changing positions") {
     }
 }
 
+// Passes no query sees (before a window, past the batch in a long cache) get no workgroups.
 TEST_CASE("attention prefill: causal batches, windows across passes, 8192+ and 32k keys") {
     const float scale_128 = 1.0f / std::sqrt(128.0f);
     const AttentionCase cases[] = {
@@ -183,6 +193,8 @@ TEST_CASE("attention prefill: causal batches, windows across passes, 8192+ and 3
          ops::KvType::F16, 33000, consecutive(32990, 4)},
         {"window over passes", {.n_head = 2, .n_head_kv = 1, .head_dim_k = 256, .head_dim_v = 256, .scale = 0.06f,
                                 .n_swa = 3000}, ops::KvType::Q8_0, 6000, consecutive(5950, 9)},
+        {"first keys of 40000 cells", {.n_head = 2, .n_head_kv = 1, .head_dim_k = 64, .head_dim_v = 64,
+                                       .scale = 0.125f}, ops::KvType::F16, 40000, consecutive(0, 20)},
     };
     uint64_t seed = test::base_seed() + 1000;
     for (const AttentionCase& c : cases) check_attention(c, true, seed++);

@@ -1,6 +1,7 @@
 // matvec (decode) on the GPU against the f64 reference, for every weight type: odd shapes, every
 // launch shape (one row per invocation, subgroup teams, teams spanning subgroups), rows long enough to
-// pass lavapipe's loop cap, 16384+ rows, split weight buffers, and the fused residual add.
+// pass lavapipe's loop cap, 16384+ rows, split weight buffers, the fused residual add, and small
+// batches of up to 8 vectors (matvec_batch).
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -18,10 +19,11 @@ struct MatvecCase {
     uint32_t rows, cols;
     bool accumulate = false;
     std::optional<ops::MatvecConfig> config = std::nullopt;
+    uint32_t n_tokens = 1;
 };
 
 uint64_t case_seed(const MatvecCase& c) {
-    return test::base_seed() ^ (uint64_t(c.type) << 56) ^ (uint64_t(c.rows) << 28) ^ c.cols;
+    return test::base_seed() ^ (uint64_t(c.type) << 56) ^ (uint64_t(c.rows) << 28) ^ c.cols ^ (uint64_t(c.n_tokens) << 20);
 }
 
 // Runs one case on `device` and checks ||gpu - ref|| / ||ref|| against the tolerance of the
@@ -29,17 +31,19 @@ uint64_t case_seed(const MatvecCase& c) {
 void check_matvec(gpu::Device& device, gpu::Transfer& transfer, const MatvecCase& c) {
     const uint64_t seed = case_seed(c);
     test::HostWeights weights = test::random_weights(c.type, c.rows, c.cols, seed);
-    std::vector<float> x = test::random_floats(c.cols, seed + 1), y0 = test::random_floats(c.rows, seed + 2);
+    std::vector<float> x = test::random_floats(size_t(c.n_tokens) * c.cols, seed + 1);
+    std::vector<float> y0 = test::random_floats(size_t(c.n_tokens) * c.rows, seed + 2);
     std::vector<float> want = y0;
-    ref::matmul(c.type, weights.blocks, c.rows, c.cols, x, 1, want, c.accumulate);
+    ref::matmul(c.type, weights.blocks, c.rows, c.cols, x, c.n_tokens, want, c.accumulate);
     gpu::Buffer weight_buffer = test::upload_weights(device, transfer, weights);
-    std::vector<float> got = test::gpu_matvec(device, transfer, weights, weight_buffer, x, y0, c.accumulate, c.config);
+    std::vector<float> got =
+        test::gpu_matvec(device, transfer, weights, weight_buffer, x, y0, c.accumulate, c.config, c.n_tokens);
 
     const ops::MatvecConfig used = c.config.value_or(ops::matvec_config(device.caps(), c.type, c.cols));
     const double error = test::relative_error(got, want);
-    INFO(fmt::format("{} {} x {}{} seed {}: workgroup {}, {} threads/row, {} rows/team, {}, {} segments: "
+    INFO(fmt::format("{} {} x {}{}, {} tokens, seed {}: workgroup {}, {} threads/row, {} rows/team, {}, {} segments: "
                      "relative error {:.3g}",
-                     gguf::type_name(c.type), c.rows, c.cols, c.accumulate ? " accumulate" : "", seed,
+                     gguf::type_name(c.type), c.rows, c.cols, c.accumulate ? " accumulate" : "", c.n_tokens, seed,
                      used.workgroup_size, used.threads_per_row, used.rows_per_team, used.float16 ? "fp16" : "fp32",
                      weight_buffer.segments().size(), error));
     CHECK(error <= (used.float16 ? test::f16_tolerance : test::f32_tolerance));
@@ -89,6 +93,33 @@ TEST_CASE("matvec gives the same result for every launch shape, fp16 and fp32 ar
     }
 }
 
+// Each token's result must match its own product: tokens land in their own rows of y (a split buffer's
+// later segments included), with every launch shape's reduction.
+TEST_CASE("matvec over small batches of vectors, every weight type and launch shape") {
+    const gpu::Capabilities& caps = test::device().caps();
+    for (gguf::GgmlType type : test::weight_types) {
+        const uint32_t g = test::column_granularity(type);
+        for (uint32_t n_tokens : {2u, 3u, ops::matvec_max_tokens})
+            check_matvec(test::device(), test::transfer(), {type, 37, 3 * g, n_tokens == 3, std::nullopt, n_tokens});
+    }
+    const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
+    using enum gguf::GgmlType;
+    for (ops::MatvecConfig config : {ops::MatvecConfig{.workgroup_size = 16, .threads_per_row = 1, .rows_per_team = 3},
+                                     ops::MatvecConfig{.workgroup_size = 2 * subgroup, .threads_per_row = subgroup,
+                                                       .rows_per_team = 2},
+                                     ops::MatvecConfig{.workgroup_size = 4 * subgroup, .threads_per_row = 4 * subgroup,
+                                                       .rows_per_team = 1}})
+        for (gguf::GgmlType type : {Q4_0, Q8_0, F16}) {
+            config.float16 = caps.use_float16() && ops::has_f16_variant(type);
+            check_matvec(test::device(), test::transfer(), {type, 61, 7 * test::column_granularity(type), true, config, 5});
+        }
+    setenv("VKLLM_MAX_BUFFER_RANGE", "4000", 1);
+    gpu::Device split_device(test::instance());
+    unsetenv("VKLLM_MAX_BUFFER_RANGE");
+    gpu::Transfer split_transfer(split_device);
+    check_matvec(split_device, split_transfer, {Q8_0, 100, 96, true, std::nullopt, 8});
+}
+
 TEST_CASE("matvec splits rows that would loop past lavapipe's cap over more invocations") {
     // 2240000 columns are 70000 units of 32: one invocation per row would loop 70000 times, and
     // lavapipe silently stops a loop after 65535 (seen here: a relative error of 0.2 without the
@@ -130,6 +161,9 @@ TEST_CASE("matvec refuses weights and buffers it cannot take") {
     CHECK_THROWS_WITH_AS(attempt(gguf::GgmlType::Q8_0, 200, 32), doctest::Contains("cannot hold 200 rows"), Error);
     CHECK_THROWS_WITH_AS(ops::matvec(device, {gguf::GgmlType::F32, 2, 512, &buffer}, range.sub(0, 64), range, false),
                          doctest::Contains("need x of 2048 bytes"), Error);
+    CHECK_THROWS_WITH_AS(ops::matvec_batch(device, {gguf::GgmlType::F32, 4, 4, &buffer}, range, range,
+                                           ops::matvec_max_tokens + 1, false),
+                         doctest::Contains("vectors at once"), Error);
     for (ops::MatvecConfig bad : {ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 3},
                                   ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 0},
                                   ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 5}})

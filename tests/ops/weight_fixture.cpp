@@ -60,10 +60,11 @@ gpu::Buffer upload_weights(gpu::Device& device, gpu::Transfer& transfer, const H
 
 std::vector<float> gpu_matvec(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
                               const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
-                              bool accumulate, std::optional<ops::MatvecConfig> config) {
+                              bool accumulate, std::optional<ops::MatvecConfig> config, uint32_t n_tokens) {
     const ops::WeightMatrix matrix{weights.type, weights.rows, weights.cols, &weight_buffer};
     return run(device, transfer, x, y0, [&](const gpu::BufferRange& x_range, const gpu::BufferRange& y_range) {
-        return ops::matvec(device, matrix, x_range, y_range, accumulate, config);
+        return n_tokens == 1 ? ops::matvec(device, matrix, x_range, y_range, accumulate, config)
+                             : ops::matvec_batch(device, matrix, x_range, y_range, n_tokens, accumulate, config);
     });
 }
 

@@ -41,10 +41,12 @@ HostWeights random_weights(gguf::GgmlType type, uint32_t rows, uint32_t cols, ui
 // A device buffer holding the blocks, split at row granularity where it exceeds one binding.
 gpu::Buffer upload_weights(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights);
 
-// y0 updated by the op on the GPU: y = W x, or y0 + W x with accumulate.
+// y0 updated by the op on the GPU: y = W x, or y0 + W x with accumulate; n_tokens vectors at once
+// (ops::matvec_batch) past 1.
 std::vector<float> gpu_matvec(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
                               const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
-                              bool accumulate, std::optional<ops::MatvecConfig> config = std::nullopt);
+                              bool accumulate, std::optional<ops::MatvecConfig> config = std::nullopt,
+                              uint32_t n_tokens = 1);
 std::vector<float> gpu_matmul(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
                               const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
                               uint32_t n_tokens, bool accumulate,
