@@ -13,12 +13,14 @@ constexpr VkSubgroupFeatureFlags basic_only = VK_SUBGROUP_FEATURE_BASIC_BIT;
 constexpr VkSubgroupFeatureFlags all_subgroup_operations = ~VkSubgroupFeatureFlags(0);
 constexpr VkSubgroupFeatureFlags no_clustered = ~VkSubgroupFeatureFlags(VK_SUBGROUP_FEATURE_CLUSTERED_BIT);
 
-// The lower end of each class, from the limits its drivers report (VkPhysicalDeviceLimits, subgroup
-// properties, 1.1/1.2 features) as vulkan.gpuinfo.org's device reports list them, and where Mesa has
-// a driver, from its source: panvk's physical device (Mali: maxComputeSharedMemorySize 32768 "capped
-// to 32K", maxComputeWorkGroupInvocations the GPU's max threads per workgroup, maxBufferSize 1 GiB) and
-// RADV as `RADV_FORCE_FAMILY=navi21 vkllm devices` prints it here. A profile is a test clamp, not a
-// device database: check a real device with `vkllm devices --json`. Figures as of November 2026.
+// The lower end of each class, as its drivers report the limits (VkPhysicalDeviceLimits, subgroup
+// properties, 1.1/1.2 features). Checked against source where Mesa has a driver: panvk's physical
+// device (Mali: maxComputeSharedMemorySize 32768 "capped to 32K", maxComputeWorkGroupInvocations the
+// GPU's max threads per workgroup, maxBufferSize 1 GiB), freedreno's GPU tables for turnip (Adreno:
+// cs_shared_mem_size 32 KiB) and RADV as `RADV_FORCE_FAMILY=navi21 vkllm devices` prints it here; the
+// Intel and NVIDIA rows are the figures those vendors' drivers commonly report (vulkan.gpuinfo.org
+// lists them per device; it could not be read from this machine, so they are not checked here). A
+// profile is a test clamp, not a device database: check a real device with `vkllm devices --json`.
 struct Profile {
     const char* name;
     VkPhysicalDeviceType type;  // picks the GPU kernel configurations over lavapipe's CPU ones
