@@ -13,12 +13,21 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
+// The member `key` of an object; null when absent or not an object (json's const operator[] requires
+// the key to exist: a request without it would be undefined behaviour).
+const json& member(const json& object, const char* key) {
+    static const json null;
+    if (!object.is_object()) return null;
+    const auto found = object.find(key);
+    return found == object.end() ? null : *found;
+}
+
 ApiError bad_field(const std::string& field, const std::string& message) {
     return ApiError(400, fmt::format("'{}' {}", field, message), "invalid_request_error", "invalid_value", field);
 }
 
 double number_field(const json& body, const char* field, double low, double high) {
-    const json& value = body[field];
+    const json& value = member(body, field);
     if (!value.is_number()) throw bad_field(field, "must be a number");
     const double number = value.get<double>();
     if (!std::isfinite(number) || number < low || number > high)
@@ -27,7 +36,7 @@ double number_field(const json& body, const char* field, double low, double high
 }
 
 int64_t integer_field(const json& body, const char* field, int64_t low, int64_t high) {
-    const json& value = body[field];
+    const json& value = member(body, field);
     if (!value.is_number_integer()) throw bad_field(field, "must be a whole number");
     // Unsigned JSON numbers past int64 read as their wrapped value: compare as unsigned first.
     if (value.is_number_unsigned() && value.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
@@ -38,8 +47,8 @@ int64_t integer_field(const json& body, const char* field, int64_t low, int64_t 
 }
 
 bool bool_field(const json& body, const char* field) {
-    if (!body[field].is_boolean()) throw bad_field(field, "must be true or false");
-    return body[field].get<bool>();
+    if (!member(body, field).is_boolean()) throw bad_field(field, "must be true or false");
+    return member(body, field).get<bool>();
 }
 
 std::vector<std::byte> decode_base64(std::string_view text, const std::string& field) {
@@ -71,8 +80,8 @@ std::vector<std::byte> decode_base64(std::string_view text, const std::string& f
 
 // An image_url part's image: only data URIs (this server reaches no network).
 vision::Image image_from_url(const json& part, const std::string& field) {
-    const json& image_url = part["image_url"];
-    const json& url = image_url.is_object() ? image_url["url"] : image_url;
+    const json& image_url = member(part, "image_url");
+    const json& url = image_url.is_object() ? member(image_url, "url") : image_url;
     if (!url.is_string()) throw bad_field(field, "needs image_url.url, a data URI");
     const std::string& text = url.get_ref<const std::string&>();
     const size_t comma = text.find(',');
@@ -95,11 +104,11 @@ std::string message_content(const json& content, const std::string& field, std::
     for (size_t i = 0; i < content.size(); ++i) {
         const json& part = content[i];
         const std::string part_field = fmt::format("{}[{}]", field, i);
-        if (!part.is_object() || !part["type"].is_string()) throw bad_field(part_field, "must be an object with a 'type'");
-        const std::string type = part["type"].get<std::string>();
+        if (!part.is_object() || !member(part, "type").is_string()) throw bad_field(part_field, "must be an object with a 'type'");
+        const std::string type = member(part, "type").get<std::string>();
         if (type == "text") {
-            if (!part["text"].is_string()) throw bad_field(part_field + ".text", "must be a string");
-            text += part["text"].get<std::string>();
+            if (!member(part, "text").is_string()) throw bad_field(part_field + ".text", "must be a string");
+            text += member(part, "text").get<std::string>();
         } else if (type == "image_url") {
             images.push_back(image_from_url(part, part_field + ".image_url"));
             text += vision::media_marker;
@@ -111,26 +120,26 @@ std::string message_content(const json& content, const std::string& field, std::
 }
 
 json chat_messages(const json& body, std::vector<vision::Image>& images) {
-    const json& messages = body["messages"];
+    const json& messages = member(body, "messages");
     if (!messages.is_array() || messages.empty()) throw bad_field("messages", "must be a non-empty array");
     json plain = json::array();
     for (size_t i = 0; i < messages.size(); ++i) {
         const json& message = messages[i];
         const std::string field = fmt::format("messages[{}]", i);
         if (!message.is_object()) throw bad_field(field, "must be an object");
-        if (!message["role"].is_string()) throw bad_field(field + ".role", "must be a string");
-        const std::string role = message["role"].get<std::string>();
+        if (!member(message, "role").is_string()) throw bad_field(field + ".role", "must be a string");
+        const std::string role = member(message, "role").get<std::string>();
         if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool")
             throw bad_field(field + ".role", fmt::format("'{}' is not a role (system, developer, user, assistant, tool)", role));
         plain.push_back({{"role", role == "developer" ? "system" : role},
-                         {"content", message_content(message.contains("content") ? message["content"] : json(),
+                         {"content", message_content(member(message, "content"),
                                                      field + ".content", images)}});
     }
     return plain;
 }
 
 void parse_prompt(const json& body, CompletionRequest& request) {
-    const json& prompt = body["prompt"];
+    const json& prompt = member(body, "prompt");
     auto all_ids = [](const json& list) {
         return std::ranges::all_of(list, [](const json& id) { return id.is_number_integer(); });
     };
@@ -172,10 +181,10 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
     CompletionRequest request;
     request.endpoint = endpoint;
-    auto given = [&](const char* field) { return body.contains(field) && !body[field].is_null(); };
+    auto given = [&](const char* field) { return !member(body, field).is_null(); };
     if (given("model")) {
-        if (!body["model"].is_string()) throw bad_field("model", "must be a string");
-        request.model = body["model"].get<std::string>();
+        if (!member(body, "model").is_string()) throw bad_field("model", "must be a string");
+        request.model = member(body, "model").get<std::string>();
     }
     if (endpoint == Endpoint::ChatCompletions) request.messages = chat_messages(body, request.images);
     else parse_prompt(body, request);
@@ -198,13 +207,13 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
     if (given("n") && integer_field(body, "n", 1, 128) != 1) throw bad_field("n", "must be 1: this server returns one choice");
     if (given("stream")) request.stream = bool_field(body, "stream");
     if (given("stream_options")) {
-        const json& options = body["stream_options"];
+        const json& options = member(body, "stream_options");
         if (!options.is_object()) throw bad_field("stream_options", "must be an object");
-        if (options.contains("include_usage") && !options["include_usage"].is_null())
+        if (!member(options, "include_usage").is_null())
             request.include_usage = bool_field(options, "include_usage");
     }
     if (given("stop")) {
-        const json& stop = body["stop"];
+        const json& stop = member(body, "stop");
         if (stop.is_string()) {
             request.stop.push_back(stop.get<std::string>());
         } else if (stop.is_array() && stop.size() <= 16 && std::ranges::all_of(stop, [](const json& s) { return s.is_string(); })) {
