@@ -174,7 +174,7 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
     json body;
     try {
         body = json::parse(text);
-    } catch (const json::parse_error& error) {
+    } catch (const json::exception& error) {  // a syntax error, or a number past a double's range
         throw ApiError(400, fmt::format("the request body is not valid JSON ({})", error.what()), "invalid_request_error",
                        "invalid_json");
     }

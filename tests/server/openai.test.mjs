@@ -128,6 +128,7 @@ test('bad requests get OpenAI-shaped 4xx errors while a concurrent stream comple
   const chat = (body) => post('/chat/completions', body);
   const messages = [{ role: 'user', content: 'Hi' }];
   assertOpenAIError(await post('/chat/completions', '{"messages": [', {}), 400);
+  assertOpenAIError(await post('/chat/completions', '{"messages": [{"role": "user", "content": "x"}], "max_tokens": 1E5043}'), 400);
   assertOpenAIError(await chat({ model, messages: 'hello' }), 400);
   assertOpenAIError(await chat({ model }), 400);
   assertOpenAIError(await chat({ model, messages, temperature: 'hot' }), 400);
@@ -163,7 +164,7 @@ test('bad requests get OpenAI-shaped 4xx errors while a concurrent stream comple
   const done = await concurrent;
   assert.ok(done.text.length > 0);
   assert.ok(['stop', 'length'].includes(done.finish));
-  assert.ok(await metric('requests_rejected_total') >= 19);
+  assert.ok(await metric('requests_rejected_total') >= 20);
 });
 
 test('a client that disconnects mid-stream frees its sequence', async () => {
