@@ -6,8 +6,16 @@ const bool DENSE = false;
 const uint BLOCK_ELEMS = 32;
 const uint BLOCK_BYTES = 18;
 const uint SCALE_GROUPS = 1;
-// value = nibble * d - 8 d: the offset goes through the bias, once per unit, not per value.
+// fp32: value = nibble * d - 8 d, the offset through the bias, once per unit rather than per value.
+// fp16: the nibbles centred (-8..7) instead, so each 4-term fp16 dot stays small and its rounding is
+// not magnified by the bias cancelling most of it.
+#ifdef F16
+const bool HAS_BIAS = false;
+const float NIBBLE_OFFSET = 8.0;
+#else
 const bool HAS_BIAS = true;
+const float NIBBLE_OFFSET = 0.0;
+#endif
 
 uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
 
@@ -21,9 +29,9 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     [[unroll]] for (uint i = 0; i < 5; ++i) words[i] = weight_word(word + i);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         const uint qs = word_after_half(words[i], words[i + 1], shift);
-        q[i] = QVEC4(low_nibbles(qs));
-        q[i + 4] = QVEC4(high_nibbles(qs));
+        q[i] = QVEC4(vec4(low_nibbles(qs)) - NIBBLE_OFFSET);
+        q[i + 4] = QVEC4(vec4(high_nibbles(qs)) - NIBBLE_OFFSET);
     }
     const float d = leading_half(words[0], shift);
-    scale_bias[0] = vec2(d, -8.0 * d);
+    scale_bias[0] = vec2(d, HAS_BIAS ? -8.0 * d : 0.0);
 }
