@@ -197,8 +197,13 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
     if (given("presence_penalty")) s.presence_penalty = float(number_field(body, "presence_penalty", -2, 2));
     if (given("frequency_penalty")) s.frequency_penalty = float(number_field(body, "frequency_penalty", -2, 2));
     if (given("repeat_penalty")) s.repeat_penalty = float(number_field(body, "repeat_penalty", 0, 10));
-    if (s.top_p == 0) throw bad_field("top_p", "must be above 0");
-    if (s.repeat_penalty == 0) throw bad_field("repeat_penalty", "must be above 0");
+    // What OpenAI's ranges above still allow but sampling cannot take (a top_p or repeat_penalty of 0),
+    // refused by the check the CLI shares, naming the JSON keys.
+    try {
+        sampling::validate(s);
+    } catch (const Error& error) {
+        throw ApiError(400, error.what(), "invalid_request_error", "invalid_value");
+    }
     s.seed = given("seed") ? uint64_t(integer_field(body, "seed", std::numeric_limits<int64_t>::min(),
                                                     std::numeric_limits<int64_t>::max()))
                            : sampling::random_seed();
