@@ -61,11 +61,16 @@ constexpr auto keep_alive_interval = std::chrono::seconds(2);
 
 std::string sse_event(const json& body) { return "data: " + body.dump() + "\n\n"; }
 
-std::string error_message_for(int status) {
+std::string error_message_for(int status, const httplib::Request& req) {
     switch (status) {
         case 404: return "no such route: see GET /v1/models, POST /v1/chat/completions and POST /v1/completions";
         case 405: return "this route does not take that method";
-        case 413: return "the request body is larger than the server accepts";
+        case 413:
+            // cpp-httplib caps form-encoded bodies (what `curl -d` sends unless told otherwise) at 8 KiB.
+            if (req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded"))
+                return "a body sent as application/x-www-form-urlencoded is limited to 8 KiB: send JSON with "
+                       "'Content-Type: application/json'";
+            return "the request body is larger than the server accepts";
         default: return fmt::format("the request failed with HTTP status {}", status);
     }
 }
@@ -109,10 +114,10 @@ void Server::routes() {
                                  "invalid_request_error", "invalid_api_key"));
         return httplib::Server::HandlerResponse::Handled;
     });
-    http.set_error_handler([this](const httplib::Request&, httplib::Response& res) {
+    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty()) return;
         rejected_ += 1;
-        send_error(res, ApiError(res.status, error_message_for(res.status)));
+        send_error(res, ApiError(res.status, error_message_for(res.status, req)));
     });
     http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr thrown) {
         std::string message = "internal error";
@@ -219,9 +224,9 @@ void Server::complete(Endpoint endpoint, const std::string& body, httplib::Respo
         throw ApiError(404, fmt::format("the model '{}' does not exist: this server serves '{}'", request.model, options_.model_id),
                        "invalid_request_error", "model_not_found", "model");
     engine::Request prompt = prompt_of(request);
-    // Text tokens only: an image's positions are known once it is encoded, and the session refuses
-    // a prompt that then overruns the context.
-    const size_t n_prompt = prompt.prompt.size();
+    size_t n_prompt = prompt.prompt.size();
+    for (const vision::PromptChunk& chunk : prompt.chunks)
+        if (chunk.image >= 0) n_prompt += engine_.encoder()->positions(prompt.images[size_t(chunk.image)]);
     const uint32_t n_ctx = engine_.session().n_ctx();
     if (n_prompt >= n_ctx)
         throw ApiError(400, fmt::format("the prompt's {} tokens leave no room to generate in the context of {} tokens",

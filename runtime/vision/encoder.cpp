@@ -47,6 +47,11 @@ Image Encoder::input_image(const Image& image) const {
     return hp_.projector == ProjectorType::Gemma3 ? gemma3_input(hp_, image) : pixtral_input(hp_, image);
 }
 
+uint32_t Encoder::positions(const Image& image) const {
+    const Image input = input_image(image);
+    return output_tokens(hp_, w_, input.width / hp_.patch_size, input.height / hp_.patch_size);
+}
+
 Encoder::Run& Encoder::run_for(uint32_t nx, uint32_t ny) {
     std::unique_ptr<Run>& run = runs_[{nx, ny}];
     if (run) return *run;

@@ -37,6 +37,8 @@ public:
     uint64_t weight_bytes() const { return weight_bytes_; }
     // The image as the encoder sees it (resized, letterboxed).
     Image input_image(const Image& image) const;
+    // Prompt positions the image's embeddings will take, without encoding it.
+    uint32_t positions(const Image& image) const;
     // The projector's output for the image; cached by content hash, valid as long as the Encoder.
     const ImageEmbeddings& encode(const Image& image);
     const EncodeStats& last_stats() const { return stats_; }

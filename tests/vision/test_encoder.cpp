@@ -4,6 +4,7 @@
 #include "fixture_check.h"
 #include "gpu_fixture.h"
 #include "vision/encoder.h"
+#include "vision/preprocess.h"
 
 using namespace vkllm;
 
@@ -15,7 +16,9 @@ double embedding_error(const std::string& fixture, double& encode_ms, std::strin
     if (dir.empty()) return -1;
     gguf::File mmproj = gguf::File::open(dir / "mmproj.gguf");
     vision::Encoder encoder(test::device(), mmproj);
-    const vision::ImageEmbeddings& got = encoder.encode(vision::load_image(dir / "chelsea.png"));
+    const vision::Image image = vision::load_image(dir / "chelsea.png");
+    const vision::ImageEmbeddings& got = encoder.encode(image);
+    CHECK(encoder.positions(image) == got.n_tokens);
     encode_ms = encoder.last_stats().milliseconds;
     memory = fmt::format("{} weight bytes, {} activation bytes, {} input/output bytes", encoder.weight_bytes(),
                          encoder.last_stats().transient_bytes, encoder.last_stats().input_bytes);
@@ -39,5 +42,20 @@ TEST_CASE("Pixtral and Gemma 3 image embeddings match llama.cpp's") {
         }
         MESSAGE(fixture << ": relative RMS " << error << ", encoded in " << encode_ms << " ms; " << memory);
         CHECK(error <= tolerance);
+    }
+}
+
+TEST_CASE("An image's prompt positions are known before it is encoded") {
+    for (const char* name : {"pixtral_vis", "gemma3_vis"}) {
+        auto dir = test::fixture_dir(std::string("vision/") + name);
+        if (dir.empty()) continue;
+        CAPTURE(name);
+        gguf::File mmproj = gguf::File::open(dir / "mmproj.gguf");
+        vision::Encoder encoder(test::device(), mmproj);
+        const vision::Image image = vision::load_image(dir / "chelsea.png");
+        for (auto [width, height] : {std::pair{37u, 91u}, std::pair{300u, 20u}}) {
+            const vision::Image sized = vision::resize(image, width, height, vision::ResizeFilter::Bilinear);
+            CHECK(encoder.positions(sized) == encoder.encode(sized).n_tokens);
+        }
     }
 }
