@@ -37,7 +37,7 @@ struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t 
 #include "gguf/weight_types.def"
 #undef VKLLM_WEIGHT_TYPE
 
-// The types of weight_types.def.
+// True for the types of weight_types.def, each of which has a Block<TYPE> above.
 bool has_reference(GgmlType type);
 
 // Dequantizes out.size() values (a multiple of the block size) from exactly
