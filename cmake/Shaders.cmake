@@ -2,13 +2,19 @@
 # Each pipeline is one custom command, so editing one shader rebuilds only its SPIR-V and its array.
 
 set(VKLLM_SHADER_DIR ${CMAKE_CURRENT_LIST_DIR}/../shaders)
+# Shader sources CMake writes (shaders/CMakeLists.txt: weight_type.glsl), searched after shaders/.
+set(VKLLM_SHADER_GENERATED_DIR ${CMAKE_BINARY_DIR}/shaders/generated)
 set(VKLLM_EMBED_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/EmbedSpirv.cmake)
 
 # Whether SOURCE, or a file it includes, includes subgroup_ops.glsl. Configuration reruns when any of
 # them changes.
 function(vkllm_uses_subgroup_ops source out)
-  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${VKLLM_SHADER_DIR}/${source})
-  file(STRINGS ${VKLLM_SHADER_DIR}/${source} lines REGEX "^#include \"")
+  set(path ${VKLLM_SHADER_DIR}/${source})
+  if(NOT EXISTS ${path})
+    set(path ${VKLLM_SHADER_GENERATED_DIR}/${source})
+  endif()
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${path})
+  file(STRINGS ${path} lines REGEX "^#include \"")
   set(found FALSE)
   foreach(line IN LISTS lines)
     string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" included "${line}")
@@ -49,6 +55,7 @@ function(vkllm_shader name source)
       OUTPUT ${spv}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_CURRENT_BINARY_DIR}/spv
       COMMAND ${GLSLC} --target-env=vulkan1.2 -O -Werror ${defines} -I${VKLLM_SHADER_DIR}
+              -I${VKLLM_SHADER_GENERATED_DIR}
               -MD -MF ${spv}.d -o ${spv} ${src}
       COMMAND ${SPIRV_VAL} --target-env vulkan1.2 ${spv}
       DEPENDS ${src}

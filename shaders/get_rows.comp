@@ -1,32 +1,11 @@
 #version 450
 // Embedding lookup: out[t] = dequantized row ids[t] of the weight, for any weight type (TYPE_<T>
-// picks the dequant_<t>.glsl include). One invocation per 32-element unit of one token's row.
+// picks the dequant_<t>.glsl weight_type.glsl includes). One invocation per 32-element unit of one
+// token's row.
 // A weight larger than one binding is split by rows: one dispatch per segment, each writing the
 // tokens whose id falls in it; the segment at row 0 also writes zeros for ids outside the weight.
 #extension GL_GOOGLE_include_directive : require
-#if defined(TYPE_F32)
-#include "dequant_f32.glsl"
-#elif defined(TYPE_F16)
-#include "dequant_f16.glsl"
-#elif defined(TYPE_BF16)
-#include "dequant_bf16.glsl"
-#elif defined(TYPE_Q4_0)
-#include "dequant_q4_0.glsl"
-#elif defined(TYPE_Q4_1)
-#include "dequant_q4_1.glsl"
-#elif defined(TYPE_Q5_0)
-#include "dequant_q5_0.glsl"
-#elif defined(TYPE_Q5_1)
-#include "dequant_q5_1.glsl"
-#elif defined(TYPE_Q8_0)
-#include "dequant_q8_0.glsl"
-#elif defined(TYPE_Q4_K)
-#include "dequant_q4_k.glsl"
-#elif defined(TYPE_Q5_K)
-#include "dequant_q5_k.glsl"
-#elif defined(TYPE_Q6_K)
-#include "dequant_q6_k.glsl"
-#endif
+#include "weight_type.glsl"
 #include "params.h"
 layout(local_size_x_id = 0) in;
 #include "ops_common.glsl"

@@ -1,34 +1,12 @@
 #version 450
 // Per-head products: y_h = W_h x_h for every query head h and token, where a 3-D weight
 // {cols, rows, n_head} stacks one rows x cols matrix per head (MLA's attn_k_b and attn_v_b, model-notes
-// C.4). TYPE_<T> picks the dequant_<t>.glsl include. Workgroup (row block, head, token); one invocation
+// C.4). TYPE_<T> picks the dequant_<t>.glsl weight_type.glsl includes. Workgroup (row block, head, token); one invocation
 // per row, which loops over the row's 32-element units (cols / 32: a few dozen at most, far below
 // lavapipe's loop cap). x and y are strided: element i of head h of token t sits at
 // t * stride + offset + h * head_stride + i.
 #extension GL_GOOGLE_include_directive : require
-#if defined(TYPE_F32)
-#include "dequant_f32.glsl"
-#elif defined(TYPE_F16)
-#include "dequant_f16.glsl"
-#elif defined(TYPE_BF16)
-#include "dequant_bf16.glsl"
-#elif defined(TYPE_Q4_0)
-#include "dequant_q4_0.glsl"
-#elif defined(TYPE_Q4_1)
-#include "dequant_q4_1.glsl"
-#elif defined(TYPE_Q5_0)
-#include "dequant_q5_0.glsl"
-#elif defined(TYPE_Q5_1)
-#include "dequant_q5_1.glsl"
-#elif defined(TYPE_Q8_0)
-#include "dequant_q8_0.glsl"
-#elif defined(TYPE_Q4_K)
-#include "dequant_q4_k.glsl"
-#elif defined(TYPE_Q5_K)
-#include "dequant_q5_k.glsl"
-#elif defined(TYPE_Q6_K)
-#include "dequant_q6_k.glsl"
-#endif
+#include "weight_type.glsl"
 #include "params.h"
 
 layout(local_size_x_id = 0) in;

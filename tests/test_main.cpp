@@ -5,11 +5,26 @@
 
 #include "test_main.h"
 
+#include <cstdlib>
+#include <string>
+
 namespace vkllm::test {
 
 std::vector<std::function<int()>>& end_of_run_checks() {
     static std::vector<std::function<int()>> checks;
     return checks;
+}
+
+std::optional<std::filesystem::path> shared_path(std::string_view relative) {
+    const std::filesystem::path shared = VKLLM_SHARED_DIR;
+    std::filesystem::path path = shared / relative;
+    if (std::filesystem::exists(path)) return path;
+    const char* ci = std::getenv("CI");
+    if (ci && std::string(ci) == "true" && std::filesystem::is_directory(shared))
+        FAIL_CHECK("../shared/" << std::string(relative) << " is missing (CI=true: a missing fixture fails)");
+    else
+        MESSAGE("skipped: ../shared/" << std::string(relative) << " is missing");
+    return std::nullopt;
 }
 
 }  // namespace vkllm::test

@@ -241,7 +241,7 @@ void bench_arithmetic(gpu::Device& device, const Settings& options) {
     fill.fill(x.range(), 0x3f000000u).fill(y.range(), 0);
     fill.submit_and_wait();
     for (const gguf::TypeTraits& traits : gguf::type_table) {
-        if (!traits.runs_on_vkllm || (!options.type.empty() && traits.name != options.type)) continue;
+        if (!gguf::runs_on_vkllm(traits.type) || (!options.type.empty() && traits.name != options.type)) continue;
         ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
         gpu::Buffer weights = make_weights(device, traits.type, options);
         const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
@@ -281,7 +281,7 @@ void bench_matvecs(gpu::Device& device, const Settings& options) {
         });
     };
     for (const gguf::TypeTraits& traits : gguf::type_table) {
-        if (!traits.runs_on_vkllm || (!options.type.empty() && traits.name != options.type)) continue;
+        if (!gguf::runs_on_vkllm(traits.type) || (!options.type.empty() && traits.name != options.type)) continue;
         ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
         gpu::Buffer weights = make_weights(device, traits.type, options);
         const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};

@@ -26,6 +26,8 @@ namespace vkllm::cli {
 
 namespace {
 
+using WeightType = gguf::WeightTypeInfo;  // gguf/weight_types.def
+
 constexpr std::string_view about =
     "A GGUF of a real model's shape with seeded random weights, for speed work and loader tests.\n"
     "  llama presets: tiny (n_embd 128, 3 layers, 4 heads, 2 kv heads, n_ff 256: the shared llama fixture's shape),\n"
@@ -53,20 +55,6 @@ constexpr std::array<Preset, 3> presets = {{
     {"llama", "tiny", 128, 3, 4, 2, 256, 2048, 10000.0f},
     {"llama", "1b", 2048, 16, 32, 8, 8192, 4096, 500000.0f},
     {"gemma3", "1b", 1152, 26, 4, 1, 6912, 32768, 1000000.0f, 256, 512},
-}};
-
-// A weight type and the general.file_type (llama.cpp's llama_ftype) of a file whose matrices have it.
-struct WeightType {
-    std::string_view name;
-    gguf::GgmlType type;
-    uint32_t file_type;
-};
-
-constexpr std::array<WeightType, 11> weight_types = {{
-    {"f32", gguf::GgmlType::F32, 0},   {"f16", gguf::GgmlType::F16, 1},   {"bf16", gguf::GgmlType::BF16, 32},
-    {"q4_0", gguf::GgmlType::Q4_0, 2}, {"q4_1", gguf::GgmlType::Q4_1, 3}, {"q5_0", gguf::GgmlType::Q5_0, 8},
-    {"q5_1", gguf::GgmlType::Q5_1, 9}, {"q8_0", gguf::GgmlType::Q8_0, 7}, {"q4_k", gguf::GgmlType::Q4_K, 14},
-    {"q5_k", gguf::GgmlType::Q5_K, 16}, {"q6_k", gguf::GgmlType::Q6_K, 18},
 }};
 
 // The writer holds the whole file twice while writing it; larger files would need a streaming writer.
@@ -110,9 +98,12 @@ const Preset& find_preset(std::string_view arch, std::string_view name) {
 }
 
 const WeightType& find_weight_type(std::string_view name) {
-    for (const WeightType& type : weight_types)
+    std::string names;
+    for (const WeightType& type : gguf::weight_types) {
         if (same_ignoring_case(type.name, name)) return type;
-    fail("unknown --type '{}'; types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k", name);
+        names += (names.empty() ? "" : " ") + std::string(type.name);
+    }
+    fail("unknown --type '{}'; types: {}", name, names);
 }
 
 // splitmix64: a tiny generator whose stream depends only on its seed, the same on every platform.

@@ -163,7 +163,7 @@ int synth_minimax_m3(const SynthSettings& command_line) {
     const std::vector<TensorPlan> plan = plan_tensors(shape, options, tokens->size());
     gguf::Writer writer;
     add_metadata(writer, shape, options, vocab);
-    writer.add_u32("general.file_type", options.type == gguf::GgmlType::F32 ? 0 : options.type == gguf::GgmlType::F16 ? 1 : 7);
+    writer.add_u32("general.file_type", gguf::find_weight_type(options.type)->file_type);
     for (const TensorPlan& tensor : plan) writer.declare_tensor(tensor.name, tensor.type, tensor.ne);
     // One tensor in memory at a time.
     writer.write_streaming(options.out, [&](size_t index, const gguf::Writer::TensorSink& sink) {

@@ -84,6 +84,10 @@ uint32_t load_u32(const uint8_t* p) {
 
 // ---- dequantization (one block of values per call) ----
 
+void dequantize_block(const BlockF32& b, float* y) { *y = b.value; }
+void dequantize_block(const BlockF16& b, float* y) { *y = fp16_to_fp32(b.value); }
+void dequantize_block(const BlockBF16& b, float* y) { *y = bf16_to_fp32(b.value); }
+
 void dequantize_block(const BlockQ4_0& b, float* y) {
     const float d = fp16_to_fp32(b.d);
     for (int j = 0; j < 16; ++j) {
@@ -213,6 +217,10 @@ float signed_absmax(const float* x, int n) {
     }
     return max;
 }
+
+BlockF32 quantize_f32(const float* x) { return {*x}; }
+BlockF16 quantize_f16(const float* x) { return {fp32_to_fp16(*x)}; }
+BlockBF16 quantize_bf16(const float* x) { return {fp32_to_bf16(*x)}; }
 
 BlockQ4_0 quantize_q4_0(const float* x) {
     const float d = signed_absmax(x, 32) / -8;
@@ -546,21 +554,10 @@ void dequantize(GgmlType type, std::span<const std::byte> blocks, std::span<floa
     check_sizes(type, out.size(), blocks.size(), "dequantize");
     const std::byte* p = blocks.data();
     switch (type) {
-        case GgmlType::F32: std::memcpy(out.data(), p, out.size() * 4); return;
-        case GgmlType::F16:
-            for (size_t i = 0; i < out.size(); ++i) out[i] = fp16_to_fp32(load_block<uint16_t>(p, i));
-            return;
-        case GgmlType::BF16:
-            for (size_t i = 0; i < out.size(); ++i) out[i] = bf16_to_fp32(load_block<uint16_t>(p, i));
-            return;
-        case GgmlType::Q4_0: return dequantize_blocks<BlockQ4_0>(p, out, 32);
-        case GgmlType::Q4_1: return dequantize_blocks<BlockQ4_1>(p, out, 32);
-        case GgmlType::Q5_0: return dequantize_blocks<BlockQ5_0>(p, out, 32);
-        case GgmlType::Q5_1: return dequantize_blocks<BlockQ5_1>(p, out, 32);
-        case GgmlType::Q8_0: return dequantize_blocks<BlockQ8_0>(p, out, 32);
-        case GgmlType::Q4_K: return dequantize_blocks<BlockQ4_K>(p, out, qk_k);
-        case GgmlType::Q5_K: return dequantize_blocks<BlockQ5_K>(p, out, qk_k);
-        case GgmlType::Q6_K: return dequantize_blocks<BlockQ6_K>(p, out, qk_k);
+#define VKLLM_WEIGHT_TYPE(type, name, file_type, fp16_kernels) \
+    case GgmlType::type: return dequantize_blocks<Block##type>(p, out, block_size(GgmlType::type));
+#include "gguf/weight_types.def"
+#undef VKLLM_WEIGHT_TYPE
         default: return;  // check_sizes rejected every other type
     }
 }
@@ -571,21 +568,10 @@ void quantize(GgmlType type, std::span<const float> values, std::span<std::byte>
         if (!std::isfinite(values[i])) fail("cannot quantize to {}: value {} is {}", type_name(type), i, values[i]);
     std::byte* p = blocks.data();
     switch (type) {
-        case GgmlType::F32: std::memcpy(p, values.data(), values.size() * 4); return;
-        case GgmlType::F16:
-            for (size_t i = 0; i < values.size(); ++i) store_block(p, i, fp32_to_fp16(values[i]));
-            return;
-        case GgmlType::BF16:
-            for (size_t i = 0; i < values.size(); ++i) store_block(p, i, fp32_to_bf16(values[i]));
-            return;
-        case GgmlType::Q4_0: return quantize_blocks<BlockQ4_0, quantize_q4_0>(values, p, 32);
-        case GgmlType::Q4_1: return quantize_blocks<BlockQ4_1, quantize_q4_1>(values, p, 32);
-        case GgmlType::Q5_0: return quantize_blocks<BlockQ5_0, quantize_q5_0>(values, p, 32);
-        case GgmlType::Q5_1: return quantize_blocks<BlockQ5_1, quantize_q5_1>(values, p, 32);
-        case GgmlType::Q8_0: return quantize_blocks<BlockQ8_0, quantize_q8_0>(values, p, 32);
-        case GgmlType::Q4_K: return quantize_blocks<BlockQ4_K, quantize_q4_k>(values, p, qk_k);
-        case GgmlType::Q5_K: return quantize_blocks<BlockQ5_K, quantize_q5_k>(values, p, qk_k);
-        case GgmlType::Q6_K: return quantize_blocks<BlockQ6_K, quantize_q6_k>(values, p, qk_k);
+#define VKLLM_WEIGHT_TYPE(type, name, file_type, fp16_kernels) \
+    case GgmlType::type: return quantize_blocks<Block##type, quantize_##name>(values, p, block_size(GgmlType::type));
+#include "gguf/weight_types.def"
+#undef VKLLM_WEIGHT_TYPE
         default: return;  // check_sizes rejected every other type
     }
 }

@@ -18,7 +18,11 @@ uint16_t fp32_to_fp16(float f);
 float bf16_to_fp32(uint16_t h);
 uint16_t fp32_to_bf16(float f);
 
-// Block layouts as ggml-common.h defines them; d, m, dmin are fp16 bits.
+// Block layouts as ggml-common.h defines them; d, m, dmin are fp16 bits. The float types are blocks
+// of one value. weight_types.def names one per row: Block<TYPE>.
+struct BlockF32 { float value; };
+struct BlockF16 { uint16_t value; };
+struct BlockBF16 { uint16_t value; };
 struct BlockQ4_0 { uint16_t d; uint8_t qs[16]; };
 struct BlockQ4_1 { uint16_t d, m; uint8_t qs[16]; };
 struct BlockQ5_0 { uint16_t d; uint8_t qh[4]; uint8_t qs[16]; };
@@ -28,16 +32,12 @@ struct BlockQ4_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qs[128]; };
 struct BlockQ5_K { uint16_t d, dmin; uint8_t scales[12]; uint8_t qh[32]; uint8_t qs[128]; };
 struct BlockQ6_K { uint8_t ql[128]; uint8_t qh[64]; int8_t scales[16]; uint16_t d; };
 
-static_assert(sizeof(BlockQ4_0) == block_bytes(GgmlType::Q4_0));
-static_assert(sizeof(BlockQ4_1) == block_bytes(GgmlType::Q4_1));
-static_assert(sizeof(BlockQ5_0) == block_bytes(GgmlType::Q5_0));
-static_assert(sizeof(BlockQ5_1) == block_bytes(GgmlType::Q5_1));
-static_assert(sizeof(BlockQ8_0) == block_bytes(GgmlType::Q8_0));
-static_assert(sizeof(BlockQ4_K) == block_bytes(GgmlType::Q4_K));
-static_assert(sizeof(BlockQ5_K) == block_bytes(GgmlType::Q5_K));
-static_assert(sizeof(BlockQ6_K) == block_bytes(GgmlType::Q6_K));
+#define VKLLM_WEIGHT_TYPE(type, name, file_type, fp16_kernels) \
+    static_assert(sizeof(Block##type) == block_bytes(GgmlType::type));
+#include "gguf/weight_types.def"
+#undef VKLLM_WEIGHT_TYPE
 
-// The types vkllm runs: F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K.
+// True for the types of weight_types.def, each of which has a Block<TYPE> above.
 bool has_reference(GgmlType type);
 
 // Dequantizes out.size() values (a multiple of the block size) from exactly

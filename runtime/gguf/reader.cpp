@@ -168,9 +168,10 @@ const Tensor& File::tensor(std::string_view name) const {
 
 void File::require_supported(const Tensor& t) const {
     if (runs_on_vkllm(t.type)) return;
-    fail("{}: tensor '{}' at offset {:#x} has type {}, which vkllm does not run (it runs f32, f16, bf16, q4_0, "
-         "q4_1, q5_0, q5_1, q8_0, q4_K, q5_K, q6_K)",
-         part_names_.at(t.part), printable(t.name), t.offset, type_name(t.type));
+    std::string runs;
+    for (const WeightTypeInfo& info : weight_types) runs += (runs.empty() ? "" : ", ") + std::string(type_name(info.type));
+    fail("{}: tensor '{}' at offset {:#x} has type {}, which vkllm does not run (it runs {})", part_names_.at(t.part),
+         printable(t.name), t.offset, type_name(t.type), runs);
 }
 
 namespace {

@@ -174,6 +174,7 @@ void apply_switches(Capabilities& caps) {
         caps.texel_buffer_reads = *forced != "0";
     else
         caps.texel_buffer_reads = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    caps.force_staging = env::flag("VKLLM_FORCE_STAGING");
 }
 
 bool Capabilities::unified_memory() const {

@@ -69,6 +69,7 @@ struct Capabilities {
     // Choices made once from the facts above and the switches (see apply_switches).
     bool float16_kernels = false;     // fp16 arithmetic usable and not disabled by VKLLM_DISABLE_F16
     bool texel_buffer_reads = false;  // see texel_reads()
+    bool force_staging = false;       // VKLLM_FORCE_STAGING: transfers go through the staging ring always
     std::string profile;              // the VKLLM_DEVICE_PROFILE that clamped these facts, or empty
 
     bool has_subgroup(VkSubgroupFeatureFlagBits operation) const {

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/env.h"
 #include "gpu/check.h"
 #include "gpu/device.h"
 #include "gpu/dispatch.h"
@@ -11,7 +10,7 @@
 namespace vkllm::gpu {
 
 Transfer::Transfer(Device& device, VkDeviceSize ring_bytes)
-    : device_(device), staging_always_(env::flag("VKLLM_FORCE_STAGING")) {
+    : device_(device), staging_always_(device.caps().force_staging) {
     ring_bytes = std::min(ring_bytes, device.allocator().max_binding_range());
     ring_ = device.allocator().create(ring_bytes, MemoryDomain::Upload);
     readback_ring_ = device.allocator().create(ring_bytes, MemoryDomain::Readback);

@@ -43,10 +43,7 @@ struct LayerWeights {
     Weight post_ffw_norm;        // {n_embd}
 };
 
-struct Weights {
-    Weight token_embd;             // {n_embd, n_vocab}
-    Weight output_norm;            // {n_embd}
-    std::optional<Weight> output;  // {n_embd, n_vocab}; absent: tied to token_embd
+struct Weights : EmbeddingWeights {
     std::vector<LayerWeights> layers;
     gpu::Buffer rope_phases_global, rope_phases_local;  // ops::rope_phase_table of each
 };
@@ -78,23 +75,11 @@ KvLayout kv_layout_of(const Hparams& hp) {
     return layout;
 }
 
-gpu::Buffer upload_phases(gpu::Device& device, const ops::RopeConfig& rope) {
-    std::vector<uint32_t> phases = ops::rope_phase_table(rope);
-    gpu::Buffer buffer = device.allocator().create(phases.size() * 4, gpu::MemoryDomain::Device);
-    gpu::Transfer transfer(device);
-    transfer.upload(buffer, std::span<const uint32_t>(phases));
-    transfer.flush();
-    return buffer;
-}
-
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
     WeightLoader loader(device, file, options.progress);
     const uint64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
     const uint32_t q_rows = hp.n_head * hp.head_dim_k, kv_rows = hp.n_head_kv * hp.head_dim_k;
-    Weights w;
-    w.token_embd = loader.load("token_embd.weight", {n_embd, hp.n_vocab});
-    w.output_norm = loader.load("output_norm.weight", {n_embd});
-    w.output = loader.load_optional("output.weight", {n_embd, hp.n_vocab});
+    Weights w{loader.load_embeddings(hp.n_embd, hp.n_vocab)};
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
         const std::pair<std::string, uint32_t> qkv[] = {
@@ -113,22 +98,18 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
             .post_ffw_norm = loader.load(name("post_ffw_norm"), {n_embd}),
         });
     }
-    w.rope_phases_global = upload_phases(device, hp.rope_global);
-    w.rope_phases_local = upload_phases(device, hp.rope_local);
+    w.rope_phases_global = loader.rope_phases(hp.rope_global);
+    w.rope_phases_local = loader.rope_phases(hp.rope_local);
     loader.finish();
     return w;
 }
 
-class Gemma3 final : public Model {
+class Gemma3 final : public ArchitectureModel<Hparams, Weights> {
 public:
     Gemma3(gpu::Device& device, const gguf::File& file, const LoadOptions& options)
-        : device_(device), hp_(read_hparams(file)) {
-        info_ = model_info(file, "gemma3", hp_);
-        if (options.before_upload) options.before_upload(info_, kv_layout());
-        w_ = load_weights(device, file, hp_, options);
+        : ArchitectureModel(device, file, "gemma3", read_hparams(file)) {
+        load(file, options, load_weights);
     }
-
-    const ModelInfo& info() const override { return info_; }
 
     KvLayout kv_layout() const override { return kv_layout_of(hp_); }
 
@@ -174,12 +155,6 @@ public:
                                                 hp_.final_softcap));
         }
     }
-
-private:
-    gpu::Device& device_;
-    Hparams hp_;
-    Weights w_;
-    ModelInfo info_;
 };
 
 }  // namespace

@@ -37,10 +37,7 @@ struct LayerWeights {
     Weight ffn_up_exps;       // {n_embd, n_ff, n_expert} (MoE)
 };
 
-struct Weights {
-    Weight token_embd;             // {n_embd, n_vocab}
-    Weight output_norm;            // {n_embd}
-    std::optional<Weight> output;  // {n_embd, n_vocab}; absent: tied to token_embd
+struct Weights : EmbeddingWeights {
     std::vector<LayerWeights> layers;
     gpu::Buffer rope_phases;       // ops::rope_phase_table(hp.rope)
 };
@@ -80,10 +77,7 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
     WeightLoader loader(device, file, options.progress);
     const uint64_t n_embd = hp.n_embd, q_rows = hp.n_head * hp.head_dim_k, kv_rows = hp.n_head_kv * hp.head_dim_k;
     const uint64_t v_rows = hp.n_head_kv * hp.head_dim_v;
-    Weights w;
-    w.token_embd = loader.load("token_embd.weight", {n_embd, hp.n_vocab});
-    w.output_norm = loader.load("output_norm.weight", {n_embd});
-    w.output = loader.load_optional("output.weight", {n_embd, hp.n_vocab});
+    Weights w{loader.load_embeddings(hp.n_embd, hp.n_vocab)};
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
         const std::pair<std::string, uint32_t> qkv[] = {
@@ -104,26 +98,18 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
             l.ffn_down = loader.load(name("ffn_down_exps"), {hp.n_ff, n_embd, hp.n_expert});
         }
     }
-    std::vector<uint32_t> phases = ops::rope_phase_table(hp.rope);
-    w.rope_phases = device.allocator().create(phases.size() * 4, gpu::MemoryDomain::Device);
-    gpu::Transfer transfer(device);
-    transfer.upload(w.rope_phases, std::span<const uint32_t>(phases));
-    transfer.flush();
+    w.rope_phases = loader.rope_phases(hp.rope);
     loader.finish();
     return w;
 }
 
-class Llama final : public Model {
+class Llama final : public ArchitectureModel<Hparams, Weights> {
 public:
     Llama(gpu::Device& device, const gguf::File& file, const std::string& arch, const LoadOptions& options)
-        : device_(device), hp_(read_hparams(file, arch)) {
+        : ArchitectureModel(device, file, arch, read_hparams(file, arch)) {
         refuse_unsupported(file);
-        info_ = model_info(file, arch, hp_);
-        if (options.before_upload) options.before_upload(info_, kv_layout());
-        w_ = load_weights(device, file, hp_, options);
+        load(file, options, load_weights);
     }
-
-    const ModelInfo& info() const override { return info_; }
 
     KvLayout kv_layout() const override {
         return {std::vector<KvLayerLayout>(hp_.n_layer, {.k_row = hp_.n_head_kv * hp_.head_dim_k,
@@ -162,12 +148,6 @@ public:
         }
         blocks::output_head(b, x, w_.output_norm, w_.output ? *w_.output : w_.token_embd, logits, hp_.rms_eps);
     }
-
-private:
-    gpu::Device& device_;
-    Hparams hp_;
-    Weights w_;
-    ModelInfo info_;
 };
 
 }  // namespace

@@ -23,10 +23,8 @@ namespace {
 
 constexpr uint64_t f32 = sizeof(float);
 
-struct Hparams : BaseHparams {
-    uint32_t n_layer_dense_lead = 0;  // leading_dense_block_count: dense attention and FFN
-    uint32_t n_ff_exp = 0, n_expert_shared = 0;
-    ops::MoeRouting routing;
+// The leading dense layers have dense attention too.
+struct Hparams : BaseHparams, blocks::MoeLayers {
     ops::RopeConfig rope;  // NeoX on the first n_rot dims of every q, k and indexer head
     ops::MsaConfig msa;    // attention.indexer.*; top_k 0: no sparse layer (dense everywhere)
 };
@@ -38,7 +36,7 @@ struct IndexerWeights {
     Weight k_norm;  // indexer.k_norm {index_dim}
 };
 
-struct LayerWeights {
+struct LayerWeights : blocks::MoeLayerWeights {
     Weight attn_norm;    // {n_embd}
     Weight attn_q;       // {n_embd, n_head*head_dim}
     Weight attn_k;       // {n_embd, n_head_kv*head_dim}
@@ -46,12 +44,7 @@ struct LayerWeights {
     Weight attn_q_norm;  // {head_dim}, shared by the heads
     Weight attn_k_norm;  // {head_dim}
     Weight attn_output;  // {n_head*head_dim_v, n_embd}
-    Weight ffn_norm;     // {n_embd}
     std::optional<IndexerWeights> indexer;  // sparse layers
-    // dense leading layers
-    WeightGroup ffn_gate_up;         // ffn_gate and ffn_up {n_embd, n_ff}
-    std::optional<Weight> ffn_down;  // {n_ff, n_embd}
-    std::optional<blocks::ExpertLayerWeights> experts;  // mixture-of-experts layers
 };
 
 struct Weights {
@@ -122,20 +115,6 @@ void load_attention(WeightLoader& loader, const Hparams& hp, uint32_t il, LayerW
             .k_norm = loader.load(name("indexer.k_norm"), {hp.msa.index_dim})};
 }
 
-void load_feed_forward(WeightLoader& loader, const Hparams& hp, uint32_t il, LayerWeights& l) {
-    auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
-    const uint64_t n_embd = hp.n_embd;
-    l.ffn_norm = loader.load(name("ffn_norm"), {n_embd});
-    if (il < hp.n_layer_dense_lead) {
-        const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate"), hp.n_ff}, {name("ffn_up"), hp.n_ff}};
-        l.ffn_gate_up = loader.load_group(gate_up, hp.n_embd);
-        l.ffn_down = loader.load(name("ffn_down"), {hp.n_ff, n_embd});
-        return;
-    }
-    l.experts = blocks::load_expert_layer(loader, il, hp.n_embd, hp.routing.n_expert, hp.n_ff_exp,
-                                          hp.n_ff_exp * hp.n_expert_shared, blocks::SelectionBias::Required);
-}
-
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
     WeightLoader loader(device, file, options.progress);
     Weights w;
@@ -145,29 +124,21 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         load_attention(loader, hp, il, w.layers[il]);
-        load_feed_forward(loader, hp, il, w.layers[il]);
+        blocks::load_feed_forward(loader, il, hp, hp, blocks::SelectionBias::Required, w.layers[il]);
     }
-    std::vector<uint32_t> phases = ops::rope_phase_table(hp.rope);
-    w.rope_phases = device.allocator().create(phases.size() * 4, gpu::MemoryDomain::Device);
-    gpu::Transfer transfer(device);
-    transfer.upload(w.rope_phases, std::span<const uint32_t>(phases));
-    transfer.flush();
+    w.rope_phases = loader.rope_phases(hp.rope);
     loader.finish();
     return w;
 }
 
 std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
 
-class MinimaxM3 final : public Model {
+class MinimaxM3 final : public ArchitectureModel<Hparams, Weights> {
 public:
     MinimaxM3(gpu::Device& device, const gguf::File& file, const std::string& arch, const LoadOptions& options)
-        : device_(device), hp_(read_hparams(file, arch)) {
-        info_ = model_info(file, arch, hp_);
-        if (options.before_upload) options.before_upload(info_, kv_layout());
-        w_ = load_weights(device, file, hp_, options);
+        : ArchitectureModel(device, file, arch, read_hparams(file, arch)) {
+        load(file, options, load_weights);
     }
-
-    const ModelInfo& info() const override { return info_; }
 
     // K and V per layer; sparse layers also keep each token's f32 index key.
     KvLayout kv_layout() const override {
@@ -204,11 +175,6 @@ public:
     }
 
 private:
-    gpu::Device& device_;
-    Hparams hp_;
-    Weights w_;
-    ModelInfo info_;
-
     // rows [n_tokens][n_head][head_dim] = RoPE(RMSNorm_per_head(W · normed, norm)) (model-notes.md C.6).
     graph::Region head_projection(blocks::Builder& b, const std::string& name, graph::Region normed,
                                   const Weight& weight, const Weight& norm, uint32_t n_head, uint32_t head_dim,

@@ -21,22 +21,19 @@
 namespace vkllm::model {
 namespace {
 
-struct Hparams : BaseHparams {
+struct Hparams : BaseHparams, blocks::MoeLayers {
     uint32_t q_lora_rank = 0;   // attention.q_lora_rank; 0: a plain attn_q ("lite" models)
     uint32_t kv_lora_rank = 0;  // attention.kv_lora_rank: the cached latent
     uint32_t qk_nope = 0;       // attention.key_length_mla - rope.dimension_count
     uint32_t qk_rope = 0;       // rope.dimension_count
     uint32_t v_head_dim = 0;    // attention.value_length_mla
-    uint32_t n_layer_dense_lead = 0;
-    uint32_t n_ff_exp = 0, n_expert_shared = 0;
-    ops::MoeRouting routing;
     ops::RopeConfig rope;
     float kq_scale = 0;
     float attn_temperature_scale = 0;  // q *= 1 + scale * ln(1 + floor(pos / length))
     uint32_t attn_temperature_length = 0;
 };
 
-struct LayerWeights {
+struct LayerWeights : blocks::MoeLayerWeights {
     Weight attn_norm;                  // {n_embd}
     std::optional<Weight> attn_q_a;    // {n_embd, q_lora_rank}
     std::optional<Weight> attn_q_a_norm;  // {q_lora_rank}
@@ -46,17 +43,9 @@ struct LayerWeights {
     Weight attn_k_b;                   // {nope, kv_lora_rank, n_head}
     Weight attn_v_b;                   // {kv_lora_rank, v_head_dim, n_head}
     Weight attn_output;                // {n_head*v_head_dim, n_embd}
-    Weight ffn_norm;                   // {n_embd}
-    // dense leading layers
-    WeightGroup ffn_gate_up;           // ffn_gate and ffn_up {n_embd, n_ff}
-    std::optional<Weight> ffn_down;    // {n_ff, n_embd}
-    std::optional<blocks::ExpertLayerWeights> experts;  // mixture-of-experts layers
 };
 
-struct Weights {
-    Weight token_embd;             // {n_embd, n_vocab}
-    Weight output_norm;            // {n_embd}
-    std::optional<Weight> output;  // {n_embd, n_vocab}; absent: tied to token_embd
+struct Weights : EmbeddingWeights {
     std::vector<LayerWeights> layers;
     gpu::Buffer rope_phases;       // ops::rope_phase_table(hp.rope)
 };
@@ -145,36 +134,15 @@ void load_attention(WeightLoader& loader, const gguf::File& file, const Hparams&
     l.attn_output = loader.load(name("attn_output"), {hp.n_head * hp.v_head_dim, n_embd});
 }
 
-void load_feed_forward(WeightLoader& loader, const Hparams& hp, uint32_t il, LayerWeights& l) {
-    auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
-    const uint64_t n_embd = hp.n_embd;
-    l.ffn_norm = loader.load(name("ffn_norm"), {n_embd});
-    if (il < hp.n_layer_dense_lead) {
-        const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate"), hp.n_ff}, {name("ffn_up"), hp.n_ff}};
-        l.ffn_gate_up = loader.load_group(gate_up, hp.n_embd);
-        l.ffn_down = loader.load(name("ffn_down"), {hp.n_ff, n_embd});
-        return;
-    }
-    l.experts = blocks::load_expert_layer(loader, il, hp.n_embd, hp.routing.n_expert, hp.n_ff_exp,
-                                          hp.n_ff_exp * hp.n_expert_shared, blocks::SelectionBias::Optional);
-}
-
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
     WeightLoader loader(device, file, options.progress);
-    Weights w;
-    w.token_embd = loader.load("token_embd.weight", {hp.n_embd, hp.n_vocab});
-    w.output_norm = loader.load("output_norm.weight", {hp.n_embd});
-    w.output = loader.load_optional("output.weight", {hp.n_embd, hp.n_vocab});
+    Weights w{loader.load_embeddings(hp.n_embd, hp.n_vocab)};
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         load_attention(loader, file, hp, il, w.layers[il]);
-        load_feed_forward(loader, hp, il, w.layers[il]);
+        blocks::load_feed_forward(loader, il, hp, hp, blocks::SelectionBias::Optional, w.layers[il]);
     }
-    std::vector<uint32_t> phases = ops::rope_phase_table(hp.rope);
-    w.rope_phases = device.allocator().create(phases.size() * 4, gpu::MemoryDomain::Device);
-    gpu::Transfer transfer(device);
-    transfer.upload(w.rope_phases, std::span<const uint32_t>(phases));
-    transfer.flush();
+    w.rope_phases = loader.rope_phases(hp.rope);
     loader.finish();
     return w;
 }
@@ -184,16 +152,12 @@ KvLayout latent_kv_layout(const Hparams& hp) {
     return {std::vector<KvLayerLayout>(hp.n_layer, {.k_row = hp.kv_lora_rank + hp.qk_rope, .v_row = 0})};
 }
 
-class Mistral4 final : public Model {
+class Mistral4 final : public ArchitectureModel<Hparams, Weights> {
 public:
     Mistral4(gpu::Device& device, const gguf::File& file, const std::string& arch, const LoadOptions& options)
-        : device_(device), hp_(read_hparams(file, arch)) {
-        info_ = model_info(file, arch, hp_);
-        if (options.before_upload) options.before_upload(info_, kv_layout());
-        w_ = load_weights(device, file, hp_, options);
+        : ArchitectureModel(device, file, arch, read_hparams(file, arch)) {
+        load(file, options, load_weights);
     }
-
-    const ModelInfo& info() const override { return info_; }
 
     KvLayout kv_layout() const override { return latent_kv_layout(hp_); }
 
@@ -229,12 +193,6 @@ public:
         }
         blocks::output_head(b, x, w_.output_norm, w_.output ? *w_.output : w_.token_embd, logits, hp_.rms_eps);
     }
-
-private:
-    gpu::Device& device_;
-    Hparams hp_;
-    Weights w_;
-    ModelInfo info_;
 };
 
 }  // namespace

@@ -1,35 +1,34 @@
 #include "model/model.h"
 
-#include <utility>
-
 #include "core/error.h"
 #include "model/architectures.h"
 
 namespace vkllm::model {
 namespace {
 
-constexpr std::pair<std::string_view, MakeModel> architectures[] = {
-    {"llama", make_llama},
-    {"mistral3", make_llama},
-    {"gemma3", make_gemma3},
-    {"mistral4", make_mistral4},
-    {"deepseek2", make_mistral4},
-    {"minimax-m3", make_minimax_m3},
+// Adding an architecture: docs/ADDING.md.
+constexpr Architecture architectures[] = {
+    {"llama", make_llama, nullptr},
+    {"mistral3", make_llama, nullptr},
+    {"gemma3", make_gemma3, gemma3_kv_layout},
+    {"mistral4", make_mistral4, mistral4_kv_layout},
+    {"deepseek2", make_mistral4, mistral4_kv_layout},
+    {"minimax-m3", make_minimax_m3, nullptr},
 };
 
-constexpr std::pair<std::string_view, KvLayoutFromMetadata> kv_layouts[] = {
-    {"gemma3", gemma3_kv_layout},
-    {"mistral4", mistral4_kv_layout},
-    {"deepseek2", mistral4_kv_layout},
-};
+const Architecture* find_architecture(std::string_view name) {
+    for (const Architecture& architecture : architectures)
+        if (architecture.name == name) return &architecture;
+    return nullptr;
+}
 
 }  // namespace
 
 std::optional<KvLayout> kv_layout_from_metadata(const gguf::File& file) {
     auto arch = file.get_string("general.architecture");
-    for (auto [name, layout] : kv_layouts)
-        if (arch && name == *arch) return layout(file, std::string(*arch));
-    return std::nullopt;
+    const Architecture* architecture = arch ? find_architecture(*arch) : nullptr;
+    if (!architecture || !architecture->kv_layout) return std::nullopt;
+    return architecture->kv_layout(file, std::string(*arch));
 }
 
 uint64_t weight_bytes(const gguf::File& file) {
@@ -46,10 +45,11 @@ ModelInfo model_info(const gguf::File& file, const std::string& arch, const Base
 std::unique_ptr<Model> load_model(gpu::Device& device, const gguf::File& file, const LoadOptions& options) {
     auto arch = file.get_string("general.architecture");
     if (!arch) fail("{}: 'general.architecture' is missing; is this a model file?", file.name());
-    for (auto [name, make] : architectures)
-        if (name == *arch) return make(device, file, std::string(*arch), options);
+    if (const Architecture* architecture = find_architecture(*arch))
+        return architecture->make(device, file, std::string(*arch), options);
     std::string known;
-    for (auto [name, make] : architectures) known += (known.empty() ? "" : ", ") + std::string(name);
+    for (const Architecture& architecture : architectures)
+        known += (known.empty() ? "" : ", ") + std::string(architecture.name);
     fail("{}: architecture '{}' is not supported (vkllm runs: {})", file.name(), gguf::printable(*arch), known);
 }
 

@@ -229,4 +229,18 @@ ExpertLayerWeights load_expert_layer(WeightLoader& loader, uint32_t il, uint32_t
     return l;
 }
 
+void load_feed_forward(WeightLoader& loader, uint32_t il, const BaseHparams& hp, const MoeLayers& moe,
+                       SelectionBias bias, MoeLayerWeights& out) {
+    auto name = [il](const char* tensor) { return fmt::format("blk.{}.{}.weight", il, tensor); };
+    out.ffn_norm = loader.load(name("ffn_norm"), {hp.n_embd});
+    if (il < moe.n_layer_dense_lead) {
+        const std::pair<std::string, uint32_t> gate_up[] = {{name("ffn_gate"), hp.n_ff}, {name("ffn_up"), hp.n_ff}};
+        out.ffn_gate_up = loader.load_group(gate_up, hp.n_embd);
+        out.ffn_down = loader.load(name("ffn_down"), {hp.n_ff, hp.n_embd});
+        return;
+    }
+    out.experts = load_expert_layer(loader, il, hp.n_embd, moe.routing.n_expert, moe.n_ff_exp,
+                                    moe.n_ff_exp * moe.n_expert_shared, bias);
+}
+
 }  // namespace vkllm::model::blocks

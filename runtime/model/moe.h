@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "model/blocks.h"
+#include "model/hparams.h"
 #include "model/weights.h"
 #include "ops/elementwise.h"
 #include "ops/moe_route.h"
@@ -47,6 +48,27 @@ enum class SelectionBias { Optional, Required };
 // separate gate and up stacks) and, with n_ff_shexp > 0, the shared expert.
 ExpertLayerWeights load_expert_layer(WeightLoader& loader, uint32_t il, uint32_t n_embd, uint32_t n_expert,
                                      uint32_t n_ff_exp, uint32_t n_ff_shexp, SelectionBias bias);
+
+// Architectures whose first n_layer_dense_lead layers have a dense SwiGLU feed-forward and the others
+// a mixture of experts with shared experts (deepseek2, mistral4, minimax-m3).
+struct MoeLayers {
+    uint32_t n_layer_dense_lead = 0;  // leading_dense_block_count
+    uint32_t n_ff_exp = 0;            // expert_feed_forward_length
+    uint32_t n_expert_shared = 0;     // expert_shared_count
+    ops::MoeRouting routing;
+};
+
+// One layer's feed-forward in such an architecture.
+struct MoeLayerWeights {
+    Weight ffn_norm;                 // {n_embd}
+    WeightGroup ffn_gate_up;         // leading layers: ffn_gate and ffn_up {n_embd, n_ff}
+    std::optional<Weight> ffn_down;  // leading layers: {n_ff, n_embd}
+    std::optional<ExpertLayerWeights> experts;  // the other layers
+};
+
+// Loads layer il's ffn_norm and its dense or expert weights into `out`.
+void load_feed_forward(WeightLoader& loader, uint32_t il, const BaseHparams& hp, const MoeLayers& moe,
+                       SelectionBias bias, MoeLayerWeights& out);
 
 struct MoeSpec {
     ops::MoeRouting routing;  // n_expert, n_expert_used, scoring, groups, normalisation, routed scale

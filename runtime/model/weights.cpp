@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "ops/rope.h"
 
 namespace vkllm::model {
 
@@ -75,6 +76,19 @@ WeightGroup WeightLoader::load_group(std::span<const std::pair<std::string, uint
         first = last;
     }
     return group;
+}
+
+EmbeddingWeights WeightLoader::load_embeddings(uint32_t n_embd, uint32_t n_vocab) {
+    return {.token_embd = load("token_embd.weight", {n_embd, n_vocab}),
+            .output_norm = load("output_norm.weight", {n_embd}),
+            .output = load_optional("output.weight", {n_embd, n_vocab})};
+}
+
+gpu::Buffer WeightLoader::rope_phases(const ops::RopeConfig& rope) {
+    const std::vector<uint32_t> phases = ops::rope_phase_table(rope);
+    gpu::Buffer buffer = device_.allocator().create(phases.size() * 4, gpu::MemoryDomain::Device);
+    transfer_.upload(buffer, std::span<const uint32_t>(phases));
+    return buffer;
 }
 
 void WeightLoader::finish() { transfer_.flush(); }

@@ -14,6 +14,7 @@
 #include "gpu/memory.h"
 #include "gpu/transfer.h"
 #include "ops/matvec.h"
+#include "ops/rope_config.h"
 
 namespace vkllm::model {
 
@@ -37,6 +38,13 @@ struct WeightGroup {
     uint64_t bytes() const;
 };
 
+// A model's ends: the token embedding, and the output head, which may be tied to the embedding.
+struct EmbeddingWeights {
+    Weight token_embd;             // {n_embd, n_vocab}
+    Weight output_norm;            // {n_embd}
+    std::optional<Weight> output;  // {n_embd, n_vocab}; absent: tied to token_embd
+};
+
 class WeightLoader {
 public:
     using Progress = std::function<void(uint64_t done, uint64_t total)>;
@@ -48,6 +56,9 @@ public:
     std::optional<Weight> load_optional(std::string_view name, std::initializer_list<uint64_t> shape);
     // Tensors of equal cols whose outputs are concatenated: each {name, rows}.
     WeightGroup load_group(std::span<const std::pair<std::string, uint32_t>> members, uint32_t cols);
+    EmbeddingWeights load_embeddings(uint32_t n_embd, uint32_t n_vocab);
+    // The RoPE phase table of `rope` (ops::rope_phase_table), which the rope passes bind like a weight.
+    gpu::Buffer rope_phases(const ops::RopeConfig& rope);
     // Uploads are complete after this.
     void finish();
 

@@ -95,7 +95,8 @@ std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::str
 }
 
 bool has_f16_variant(gguf::GgmlType type) {
-    return type != gguf::GgmlType::F32 && type != gguf::GgmlType::BF16;
+    const gguf::WeightTypeInfo* info = gguf::find_weight_type(type);
+    return info && info->fp16_kernels;
 }
 
 std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16, bool texel_reads) {

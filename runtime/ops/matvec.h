@@ -45,7 +45,7 @@ struct WeightSegment {
 };
 // The segments holding the matrix's rows; throws vkllm::Error naming `op` for a bad shape or buffer.
 std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::string_view op);
-bool has_f16_variant(gguf::GgmlType type);  // all but F32 (precision) and BF16 (range)
+bool has_f16_variant(gguf::GgmlType type);  // gguf/weight_types.def: fp16_kernels
 // "matvec_q4_k", "matmul_f16_f16_texel": the op, the weight type, then _f16 for the fp16 variant and
 // _texel for the one reading through texel buffers (gpu::Capabilities::texel_reads).
 std::string weight_pipeline_name(std::string_view op, gguf::GgmlType type, bool float16, bool texel_reads);

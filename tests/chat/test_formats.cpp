@@ -6,6 +6,7 @@
 
 #include "chat/prompt.h"
 #include "tokenizer/tekken.h"
+#include "test_main.h"
 
 using namespace vkllm::chat;
 
@@ -38,11 +39,9 @@ TEST_CASE("built-in format detection follows llama.cpp") {
 }
 
 TEST_CASE("a template that prints bos_token does not get a second BOS") {
-    const auto tekken = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures" / "convert" / "mistral3_hf" / "hf" / "tekken.json";
-    if (!std::filesystem::exists(tekken)) {
-        MESSAGE("skipped: no ../shared/fixtures");
-        return;
-    }
+    const auto tekken_file = vkllm::test::shared_path("fixtures/convert/mistral3_hf/hf/tekken.json");
+    if (!tekken_file) return;
+    const std::filesystem::path& tekken = *tekken_file;
     vkllm::tokenizer::Vocab vocab = vkllm::tokenizer::vocab_from_tekken_json(tekken);
     vocab.chat_template = "{{ bos_token }}{% for m in messages %}[INST]{{ m.content }}[/INST]{% endfor %}";
     const vkllm::tokenizer::Tokenizer tokenizer(vocab);

@@ -9,6 +9,7 @@
 
 #include "chat/jinja.h"
 #include "core/error.h"
+#include "test_main.h"
 
 namespace fs = std::filesystem;
 using vkllm::chat::JinjaTemplate;
@@ -30,11 +31,9 @@ std::string render(std::string_view source, const json& variables = json::object
 }  // namespace
 
 TEST_CASE("the real chat templates render transformers' outputs byte for byte") {
-    const fs::path dir = fs::path(VKLLM_SHARED_DIR) / "testdata" / "chat_templates";
-    if (!fs::is_directory(dir)) {
-        MESSAGE("skipped: no ../shared/testdata");
-        return;
-    }
+    const auto shared_dir = vkllm::test::shared_path("testdata/chat_templates");
+    if (!shared_dir) return;
+    const fs::path& dir = *shared_dir;
     const json renders = json::parse(read_file(dir / "chat_template_renders.derived.json"));
     int n_cases = 0;
     for (const json& test : renders.at("cases")) {
@@ -108,11 +107,9 @@ TEST_CASE("template errors are vkllm::Error naming the template and line") {
 }
 
 TEST_CASE("random mutations of the real templates never crash: they render or throw vkllm::Error") {
-    const fs::path dir = fs::path(VKLLM_SHARED_DIR) / "testdata" / "chat_templates";
-    if (!fs::is_directory(dir)) {
-        MESSAGE("skipped: no ../shared/testdata");
-        return;
-    }
+    const auto shared_dir = vkllm::test::shared_path("testdata/chat_templates");
+    if (!shared_dir) return;
+    const fs::path& dir = *shared_dir;
     const json variables = {{"messages", json::parse(R"([{"role":"system","content":"S"},{"role":"user","content":"Hi"},
                                                         {"role":"assistant","content":"Yo"},{"role":"user","content":"Q"}])")},
                             {"add_generation_prompt", true}, {"bos_token", "<s>"}, {"eos_token", "</s>"}};

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_cli.h"
+#include "test_main.h"
 
 using vkllm::test::CliResult;
 using vkllm::test::run_cli;
@@ -78,10 +79,7 @@ TEST_CASE("run --json: the text, tokens, finish reason, seed and timings in one 
 
 TEST_CASE("run counts an image's positions as prompt tokens") {
     const std::filesystem::path fixture = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/vision/pixtral_vis";
-    if (!std::filesystem::exists(fixture / "model.gguf")) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("fixtures/vision/pixtral_vis/model.gguf")) return;
     const std::string text = "Once upon a time there was a little cat.";
     const CliResult run = run_cli("run -m " + (fixture / "model.gguf").string() + " --mmproj " + (fixture / "mmproj.gguf").string() +
                                   " --image " + (fixture / "chelsea.png").string() + " -n 2 --temp 0 --json -p '<__media__>" + text + "'");
@@ -123,10 +121,7 @@ TEST_CASE("-c too large for the device names -c; an mmproj given as -m says what
     CHECK(huge.err.find("lower -c to at most") != std::string::npos);
     CHECK(count(huge.err, "\n") == 1);
     const std::filesystem::path mmproj = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/vision/gemma3_vis/mmproj.gguf";
-    if (!std::filesystem::exists(mmproj)) {
-        MESSAGE("../shared absent: the mmproj-as-model case skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("fixtures/vision/gemma3_vis/mmproj.gguf")) return;
     const CliResult projector = run_cli("run -m " + mmproj.string() + " -p Once");
     CHECK(projector.exit_code == 1);
     CHECK(projector.err.find(mmproj.string() + " is a vision projector (mmproj), not a language model") != std::string::npos);

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_cli.h"
+#include "test_main.h"
 
 using vkllm::test::CliResult;
 using vkllm::test::run_cli;
@@ -164,10 +165,7 @@ TEST_CASE("images: --image without --mmproj, --mmproj without --image, a directo
     check_error(run + "--image cat.png", "--image cat.png needs --mmproj FILE");
     check_error(run + "--mmproj proj.gguf", "--mmproj proj.gguf needs at least one --image FILE");
     const std::filesystem::path vision = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/vision/gemma3_vis";
-    if (!std::filesystem::exists(vision / "mmproj.gguf")) {
-        MESSAGE("../shared absent: the directory-as-image case skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("fixtures/vision/gemma3_vis/mmproj.gguf")) return;
     const std::string folder = std::filesystem::temp_directory_path().string();
     check_error("run -m " + (vision / "model.gguf").string() + " --mmproj " + (vision / "mmproj.gguf").string() +
                     " --image " + folder + " -p 'Look: <__media__>' -n 1",

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "run_cli.h"
+#include "test_main.h"
 
 using vkllm::test::run_cli;
 using vkllm::test::slurp;
@@ -19,10 +20,7 @@ const std::filesystem::path shared = VKLLM_SHARED_DIR;
 
 TEST_CASE("greedy decoding from BOS on stories260K prints the published text, replaying one recorded graph") {
     auto model = shared / "testdata/models/stories260K.gguf";
-    if (!std::filesystem::exists(model)) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("testdata/models/stories260K.gguf")) return;
     // The reference: 256 greedy steps after BOS, as llama2.c prints them.
     std::string reference = slurp(shared / "testdata/models/stories260K.greedy256.derived.txt");
     std::string expected = reference.substr(reference.find("text: ") + 6);
@@ -39,10 +37,7 @@ TEST_CASE("greedy decoding from BOS on stories260K prints the published text, re
 
 TEST_CASE("eval writes float32 logits of every position; bad input gives one line and exit code 1") {
     auto dir = shared / "fixtures/llama_f32";
-    if (!std::filesystem::exists(dir)) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("fixtures/llama_f32")) return;
     auto out = std::filesystem::temp_directory_path() / "vkllm-eval-logits.f32";
     auto result = run_cli("eval -m " + (dir / "model.gguf").string() + " --tokens 1,5,9 --logits-out " + out.string());
     REQUIRE(result.exit_code == 0);
@@ -59,10 +54,7 @@ TEST_CASE("eval writes float32 logits of every position; bad input gives one lin
 
 TEST_CASE("chat answers each line through the chat template and reuses the cache of earlier turns") {
     auto model = shared / "testdata/models/stories260K.gguf";
-    if (!std::filesystem::exists(model)) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("testdata/models/stories260K.gguf")) return;
     auto directory = std::filesystem::temp_directory_path();
     auto chat_template = directory / "vkllm-chat-template.jinja", input = directory / "vkllm-chat-input.txt";
     auto stats = directory / "vkllm-chat-stats.json";
@@ -82,10 +74,7 @@ TEST_CASE("chat answers each line through the chat template and reuses the cache
 
 TEST_CASE("chat with an image answers as run does on the same prompt, and takes a second turn") {
     auto fixture = shared / "fixtures/vision/pixtral_vis";
-    if (!std::filesystem::exists(fixture / "model.gguf")) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("fixtures/vision/pixtral_vis/model.gguf")) return;
     auto directory = std::filesystem::temp_directory_path();
     auto chat_template = directory / "vkllm-chat-media-template.jinja", input = directory / "vkllm-chat-media-input.txt";
     std::ofstream(chat_template) << "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}";
@@ -110,10 +99,7 @@ TEST_CASE("chat with an image answers as run does on the same prompt, and takes 
 
 TEST_CASE("an 8-bit KV cache runs and still tells the story's start") {
     auto model = shared / "testdata/models/stories260K.gguf";
-    if (!std::filesystem::exists(model)) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("testdata/models/stories260K.gguf")) return;
     auto result = run_cli("run -m " + model.string() + " -n 12 --temp 0 --kv-type q8_0");
     REQUIRE(result.exit_code == 0);
     CHECK(result.out.starts_with("Once upon a time, there was a little girl"));
@@ -121,10 +107,7 @@ TEST_CASE("an 8-bit KV cache runs and still tells the story's start") {
 
 TEST_CASE("bench --json reports prompt and generation speed with the decode accounting") {
     auto model = shared / "testdata/models/stories260K.gguf";
-    if (!std::filesystem::exists(model)) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("testdata/models/stories260K.gguf")) return;
     auto result = run_cli("bench -m " + model.string() + " -p 16 -n 8 -r 2 --json");
     REQUIRE(result.exit_code == 0);
     auto json = nlohmann::json::parse(result.out);
@@ -142,10 +125,7 @@ TEST_CASE("bench --json reports prompt and generation speed with the decode acco
 
 TEST_CASE("perplexity: low on the model's own greedy story, high on its words shuffled; short text refused") {
     auto model = shared / "testdata/models/stories260K.gguf";
-    if (!std::filesystem::exists(model)) {
-        MESSAGE("../shared absent: skipped");
-        return;
-    }
+    if (!vkllm::test::shared_path("testdata/models/stories260K.gguf")) return;
     std::string reference = slurp(shared / "testdata/models/stories260K.greedy256.derived.txt");
     std::string story = reference.substr(reference.find("text: ") + 6);
     std::vector<std::string> words;

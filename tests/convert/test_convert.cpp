@@ -15,14 +15,15 @@
 #include "gguf_compare.h"
 #include "gpu_fixture.h"
 #include "model/session.h"
+#include "test_main.h"
 
 using namespace vkllm;
 
 namespace {
 
 std::filesystem::path fixture() {
-    const std::filesystem::path dir = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/convert/mistral3_hf";
-    return std::filesystem::exists(dir / "hf/config.json") ? dir : std::filesystem::path();
+    if (!test::shared_path("fixtures/convert/mistral3_hf/hf/config.json")) return {};
+    return std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/convert/mistral3_hf";
 }
 
 std::filesystem::path scratch(const std::string& name) {
@@ -51,10 +52,7 @@ std::vector<float> teacher_forced_logits(const std::filesystem::path& model_path
 
 TEST_CASE("converting the Mistral 3 checkpoint gives llama.cpp's GGUFs, and it runs to llama.cpp's logits") {
     const auto dir = fixture();
-    if (dir.empty()) {
-        MESSAGE("../shared/fixtures/convert absent: skipping");
-        return;
-    }
+    if (dir.empty()) return;
     for (auto [type, name] : {std::pair{convert::OutputType::F32, "f32"}, std::pair{convert::OutputType::F16, "f16"}}) {
         CAPTURE(std::string(name));
         const auto model = scratch(std::string(name) + ".gguf"), mmproj = scratch(std::string(name) + "-mmproj.gguf");
@@ -98,10 +96,7 @@ std::filesystem::path damaged_copy(const std::filesystem::path& hf, const std::f
 
 TEST_CASE("a truncated checkpoint, or one failing mid-way, is refused and leaves no output file") {
     const auto dir = fixture();
-    if (dir.empty()) {
-        MESSAGE("../shared/fixtures/convert absent: skipping");
-        return;
-    }
+    if (dir.empty()) return;
     const auto output = scratch("damaged.gguf");
     auto partial = output;
     partial += ".part";

@@ -15,6 +15,7 @@
 #include "gguf/reader.h"
 #include "gguf_compare.h"
 #include "safetensors_writer.h"
+#include "test_main.h"
 
 using namespace vkllm;
 
@@ -48,11 +49,9 @@ std::string hf_name(std::string_view name) {
 }  // namespace
 
 TEST_CASE("Gemma 3 mmproj: llama.cpp's conversion of a tiny Gemma 3 comes back key for key, byte for byte") {
-    const auto fixture = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/vision/gemma3_vis/mmproj.gguf";
-    if (!std::filesystem::exists(fixture)) {
-        MESSAGE("../shared/fixtures absent: skipping");
-        return;
-    }
+    const auto fixture_file = test::shared_path("fixtures/vision/gemma3_vis/mmproj.gguf");
+    if (!fixture_file) return;
+    const std::filesystem::path& fixture = *fixture_file;
     const gguf::File want = gguf::File::open(fixture);
     const auto dir = std::filesystem::temp_directory_path() / "vkllm_test_gemma3_mmproj_hf";
     std::filesystem::remove_all(dir);

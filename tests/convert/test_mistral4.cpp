@@ -11,6 +11,7 @@
 #include "gguf/quants.h"
 #include "gguf/reader.h"
 #include "safetensors_writer.h"
+#include "test_main.h"
 
 using namespace vkllm;
 
@@ -85,11 +86,9 @@ Checkpoint write_checkpoint(const std::filesystem::path& tekken) {
 }  // namespace
 
 TEST_CASE("Mistral Small 4: DeepSeek-V2 keys, kv_b split into attn_k_b and attn_v_b, experts stacked") {
-    const auto tekken = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/convert/mistral3_hf/hf/tekken.json";
-    if (!std::filesystem::exists(tekken)) {
-        MESSAGE("../shared/fixtures/convert absent (the tokenizer comes from it): skipping");
-        return;
-    }
+    const auto tekken_file = test::shared_path("fixtures/convert/mistral3_hf/hf/tekken.json");  // the tokenizer
+    if (!tekken_file) return;
+    const std::filesystem::path& tekken = *tekken_file;
     const Checkpoint checkpoint = write_checkpoint(tekken);
     const auto output = std::filesystem::temp_directory_path() / "vkllm_test_mistral4.gguf";
     convert::convert({.hf_dir = checkpoint.dir, .output = output, .type = convert::OutputType::F32});

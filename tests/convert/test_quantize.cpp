@@ -16,6 +16,7 @@
 #include "gpu_fixture.h"
 #include "model/session.h"
 #include "safetensors_writer.h"
+#include "test_main.h"
 
 using namespace vkllm;
 
@@ -74,9 +75,6 @@ std::filesystem::path write_checkpoint(const std::filesystem::path& tekken) {
     return dir;
 }
 
-std::filesystem::path fixture_tekken() {
-    return std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures/convert/mistral3_hf/hf/tekken.json";
-}
 
 std::filesystem::path converted(const std::filesystem::path& hf, convert::OutputType type) {
     const auto path = std::filesystem::temp_directory_path() /
@@ -104,11 +102,9 @@ std::vector<std::byte> file_bytes(const std::filesystem::path& path) {
 }  // namespace
 
 TEST_CASE("quantized conversion: ggml's blocks, llama.cpp's type rules, and logits near the F32 conversion's") {
-    if (!std::filesystem::exists(fixture_tekken())) {
-        MESSAGE("../shared/fixtures/convert absent (the tokenizer comes from it): skipping");
-        return;
-    }
-    const auto hf = write_checkpoint(fixture_tekken());
+    const auto tekken = test::shared_path("fixtures/convert/mistral3_hf/hf/tekken.json");  // the tokenizer
+    if (!tekken) return;
+    const auto hf = write_checkpoint(*tekken);
     const auto f32_path = converted(hf, convert::OutputType::F32);
     const gguf::File f32 = gguf::File::open(f32_path);
 

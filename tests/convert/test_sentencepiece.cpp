@@ -21,6 +21,7 @@
 #include "safetensors_writer.h"
 #include "sentencepiece_writer.h"
 #include "tokenizer/tokenizer.h"
+#include "test_main.h"
 
 using namespace vkllm;
 
@@ -42,14 +43,11 @@ convert::SentencePieceModel parse(const std::vector<std::byte>& bytes) {
     return convert::parse_sentencepiece(bytes, "t.model");
 }
 
-// llama.cpp's conversion of Llama's tokenizer.model, or nullopt (skip) when ../shared is absent.
+// llama.cpp's conversion of Llama's tokenizer.model, or nullopt (skip) when it is missing.
 std::optional<gguf::File> llama_spm() {
-    const auto path = std::filesystem::path(VKLLM_SHARED_DIR) / "testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf";
-    if (!std::filesystem::exists(path)) {
-        MESSAGE("../shared/testdata absent: skipping");
-        return std::nullopt;
-    }
-    return gguf::File::open(path);
+    const auto path = test::shared_path("testdata/tokenizer/llamacpp/ggml-vocab-llama-spm.gguf");
+    if (!path) return std::nullopt;
+    return gguf::File::open(*path);
 }
 
 // The pieces of the tokenizer.model a GGUF vocabulary came from.

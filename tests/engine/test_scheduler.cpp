@@ -14,6 +14,7 @@
 #include "engine/media.h"
 #include "engine/scheduler.h"
 #include "vision/image.h"
+#include "test_main.h"
 
 namespace vkllm::engine {
 namespace {
@@ -27,11 +28,9 @@ struct ModelCase {
 
 std::vector<ModelCase> model_cases() {
     std::vector<ModelCase> cases{{fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf", {}}};
-    const fs::path fixtures = fs::path(VKLLM_SHARED_DIR) / "fixtures";
     for (const char* name : {"llama_f32", "mistral3_f32", "gemma3_f32", "mistral4_f32", "minimax_m3_f32"}) {
-        const fs::path dir = fixtures / name;
-        if (fs::exists(dir / "model.gguf")) cases.push_back({dir / "model.gguf", dir / "tokens.txt"});
-        else MESSAGE("skipped: " << (dir / "model.gguf").string() << " is missing");
+        const auto dir = test::shared_path(std::string("fixtures/") + name);
+        if (dir) cases.push_back({*dir / "model.gguf", *dir / "tokens.txt"});
     }
     return cases;
 }
@@ -197,11 +196,9 @@ TEST_CASE("the scheduler refuses prompts it cannot run, before queuing them") {
 }
 
 TEST_CASE("a prompt with an image runs in its own sequence beside text requests and gives what it gives alone") {
-    const fs::path dir = fs::path(VKLLM_SHARED_DIR) / "fixtures/vision/gemma3_vis";
-    if (!fs::exists(dir / "model.gguf")) {
-        MESSAGE("skipped: " << (dir / "model.gguf").string() << " is missing");
-        return;
-    }
+    const auto shared_dir = test::shared_path("fixtures/vision/gemma3_vis");
+    if (!shared_dir) return;
+    const fs::path& dir = *shared_dir;
     const EngineOptions options{.model_path = (dir / "model.gguf").string(), .n_ctx = 384,
                                 .mmproj_path = (dir / "mmproj.gguf").string()};
     Engine single(options);

@@ -21,12 +21,6 @@ std::vector<std::filesystem::path> shared_ggufs() {
     return out;
 }
 
-std::optional<std::filesystem::path> shared_file(std::string_view relative) {
-    const std::filesystem::path path = std::filesystem::path(VKLLM_SHARED_DIR) / relative;
-    if (!std::filesystem::is_regular_file(path)) return std::nullopt;
-    return path;
-}
-
 std::vector<std::byte> sample_file() {
     Writer w;
     w.add_string("general.architecture", "llama");

@@ -11,7 +11,6 @@ namespace vkllm::gguf::test {
 
 // Every *.gguf under ../shared (testdata and fixtures), sorted; empty when ../shared is absent.
 std::vector<std::filesystem::path> shared_ggufs();
-std::optional<std::filesystem::path> shared_file(std::string_view relative);
 
 // A small v3 file with one key of every value type (nested arrays too) and tensors of
 // f32, f16, q8_0 and q4_K, with deterministic contents.

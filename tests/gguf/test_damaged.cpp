@@ -8,6 +8,7 @@
 #include "gguf/reader.h"
 #include "gguf/writer.h"
 #include "samples.h"
+#include "test_main.h"
 
 using namespace vkllm::gguf;
 
@@ -90,7 +91,7 @@ InfoFields info_fields(const std::vector<std::byte>& bytes, std::string_view nam
 TEST_CASE("truncating a file anywhere before its last tensor byte is an error") {
     std::vector<std::vector<std::byte>> files = {test::sample_file()};
     for (const char* name : {"fixtures/llama_q4k_q6k/model.gguf", "testdata/tokenizer/llamacpp/ggml-vocab-bert-bge.gguf"})
-        if (const auto path = test::shared_file(name)) files.push_back(test::read_bytes(*path));
+        if (const auto path = vkllm::test::shared_path(name)) files.push_back(test::read_bytes(*path));
     for (const std::vector<std::byte>& full : files) {
         const File f = File::from_bytes(full);
         uint64_t needed = f.data_offset(0);

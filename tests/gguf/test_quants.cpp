@@ -11,6 +11,7 @@
 #include "gguf/quants.h"
 #include "gguf/reader.h"
 #include "samples.h"
+#include "test_main.h"
 
 using namespace vkllm::gguf;
 
@@ -192,11 +193,8 @@ TEST_CASE("wrong sizes, types and non-finite inputs are errors, not undefined be
 }
 
 TEST_CASE("quantized fixture tensors dequantize to finite, plausible values") {
+    if (!vkllm::test::shared_path("")) return;
     const auto files = test::shared_ggufs();
-    if (files.empty()) {
-        MESSAGE("skipped: ../shared is absent");
-        return;
-    }
     size_t checked = 0;
     for (const auto& path : files) {
         const File f = File::open(path);
@@ -223,12 +221,9 @@ TEST_CASE("quantized fixture tensors dequantize to finite, plausible values") {
 TEST_CASE("q8_0 and q4_0 requantize llama.cpp's blocks to the same bytes") {
     // Dequantized, a q8_0/q4_0 block holds its scale times the extreme level, so ggml's quantizer
     // must find the same scale and levels again: any rounding difference from ggml shows up here.
-    const auto q8 = test::shared_file("fixtures/llama_q8_0/model.gguf");
-    const auto q4 = test::shared_file("fixtures/llama_q4_0/model.gguf");
-    if (!q8 || !q4) {
-        MESSAGE("skipped: ../shared is absent");
-        return;
-    }
+    const auto q8 = vkllm::test::shared_path("fixtures/llama_q8_0/model.gguf");
+    const auto q4 = vkllm::test::shared_path("fixtures/llama_q4_0/model.gguf");
+    if (!q8 || !q4) return;
     for (const auto& path : {*q8, *q4}) {
         const File f = File::open(path);
         for (const Tensor& t : f.tensors()) {
@@ -241,12 +236,9 @@ TEST_CASE("q8_0 and q4_0 requantize llama.cpp's blocks to the same bytes") {
 }
 
 TEST_CASE("f16 tensors of the converter's f16 file are exactly its f32 tensors rounded to nearest even") {
-    const auto f32_path = test::shared_file("fixtures/convert/mistral3_hf/ref-f32.gguf");
-    const auto f16_path = test::shared_file("fixtures/convert/mistral3_hf/ref-f16.gguf");
-    if (!f32_path || !f16_path) {
-        MESSAGE("skipped: ../shared is absent");
-        return;
-    }
+    const auto f32_path = vkllm::test::shared_path("fixtures/convert/mistral3_hf/ref-f32.gguf");
+    const auto f16_path = vkllm::test::shared_path("fixtures/convert/mistral3_hf/ref-f16.gguf");
+    if (!f32_path || !f16_path) return;
     const File f32 = File::open(*f32_path);
     const File f16 = File::open(*f16_path);
     size_t compared = 0;

@@ -17,8 +17,7 @@ std::vector<std::byte> random_bytes(size_t count, uint64_t seed) {
 }
 
 // Uploads then reads back odd-sized pieces at odd offsets through a ring smaller than the data.
-void round_trip(gpu::MemoryDomain domain) {
-    gpu::Device& device = test::device();
+void round_trip(gpu::Device& device, gpu::MemoryDomain domain) {
     gpu::Transfer transfer(device, 4096);  // tiny ring: many flushes and wrap-arounds
     const size_t size = 3 * 4096 + 1236;
     gpu::Buffer buffer = device.allocator().create(size, domain);
@@ -39,12 +38,13 @@ void round_trip(gpu::MemoryDomain domain) {
 }  // namespace
 
 TEST_CASE("uploads and readbacks of sizes that are multiples of nothing, direct and through the staging ring") {
-    round_trip(gpu::MemoryDomain::Device);
-    round_trip(gpu::MemoryDomain::DeviceMapped);
-    setenv("VKLLM_FORCE_STAGING", "1", 1);
-    round_trip(gpu::MemoryDomain::Device);
-    round_trip(gpu::MemoryDomain::DeviceMapped);
+    round_trip(test::device(), gpu::MemoryDomain::Device);
+    round_trip(test::device(), gpu::MemoryDomain::DeviceMapped);
+    setenv("VKLLM_FORCE_STAGING", "1", 1);  // read when a device is created
+    gpu::Device staging(test::instance());
     unsetenv("VKLLM_FORCE_STAGING");
+    round_trip(staging, gpu::MemoryDomain::Device);
+    round_trip(staging, gpu::MemoryDomain::DeviceMapped);
 }
 
 TEST_CASE("staged uploads cross the segments of a split buffer") {

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "test_main.h"
+
 namespace vkllm::test {
 
 std::vector<int32_t> read_tokens(const std::filesystem::path& path) {
@@ -80,8 +82,7 @@ bool meets_fixture_criteria(const std::vector<float>& got, const std::filesystem
 }
 
 std::filesystem::path fixture_dir(const std::string& name) {
-    std::filesystem::path dir = std::filesystem::path(VKLLM_SHARED_DIR) / "fixtures" / name;
-    return std::filesystem::exists(dir) ? dir : std::filesystem::path();
+    return shared_path("fixtures/" + name).value_or(std::filesystem::path());
 }
 
 }  // namespace vkllm::test

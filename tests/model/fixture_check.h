@@ -27,7 +27,7 @@ bool meets_criteria(const std::vector<float>& got, const std::filesystem::path& 
 bool meets_fixture_criteria(const std::vector<float>& got, const std::filesystem::path& fixture, size_t n_vocab,
                             bool quantized, std::string& detail);
 
-// ../shared/fixtures/NAME, or empty when ../shared is absent.
+// ../shared/fixtures/NAME, or empty when it is missing (test_main.h shared_path: said, and a failure under CI).
 std::filesystem::path fixture_dir(const std::string& name);
 
 }  // namespace vkllm::test

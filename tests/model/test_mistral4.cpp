@@ -21,10 +21,7 @@ TEST_CASE("mistral4 fixtures match llama.cpp's logits") {
     for (auto [fixture, quantized] : {std::pair{"mistral4_f32", false}, std::pair{"mistral4_q8_0", true}}) {
         const std::string name = fixture;
         auto dir = test::fixture_dir(name);
-        if (dir.empty()) {
-            MESSAGE("../shared/fixtures absent: skipping " << name);
-            continue;
-        }
+        if (dir.empty()) continue;
         CAPTURE(name);
         gguf::File file = gguf::File::open(dir / "model.gguf");
         auto model = model::load_model(test::device(), file);
@@ -42,10 +39,7 @@ TEST_CASE("mistral4 fixtures match llama.cpp's logits") {
 // position reads it as key and value: up to 1.2e-4 there, so that run gets 2e-4.
 TEST_CASE("mistral4: prefill in one chunk, in small chunks and token by token agree") {
     auto dir = test::fixture_dir("mistral4_f32");
-    if (dir.empty()) {
-        MESSAGE("../shared/fixtures absent: skipping");
-        return;
-    }
+    if (dir.empty()) return;
     test::Float32Kernels fp32_arithmetic;
     gguf::File file = gguf::File::open(dir / "model.gguf");
     auto model = model::load_model(test::device(), file);
@@ -116,10 +110,7 @@ gguf::File deepseek2_variant(const gguf::File& mistral4) {
 
 TEST_CASE("deepseek2 (sigmoid + bias, group-limited routing, temperature, YaRN mscale) matches llama.cpp") {
     auto dir = test::fixture_dir("mistral4_f32");
-    if (dir.empty()) {
-        MESSAGE("../shared/fixtures absent: skipping");
-        return;
-    }
+    if (dir.empty()) return;
     gguf::File file = deepseek2_variant(gguf::File::open(dir / "model.gguf"));
     auto model = model::load_model(test::device(), file);
     const std::vector<float> logits = test::session_logits(*model, test::read_tokens(dir / "tokens.txt"));

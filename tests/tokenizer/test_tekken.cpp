@@ -6,16 +6,15 @@
 #include "gguf/reader.h"
 #include "tokenizer/tekken.h"
 #include "tokenizer/tokenizer.h"
+#include "test_main.h"
 
 namespace fs = std::filesystem;
 using namespace vkllm::tokenizer;
 
 TEST_CASE("tekken.json loads like llama.cpp's conversion of it (mistral3_hf fixture)") {
-    const fs::path dir = fs::path(VKLLM_SHARED_DIR) / "fixtures" / "convert" / "mistral3_hf";
-    if (!fs::is_directory(dir)) {
-        MESSAGE("skipped: no ../shared/fixtures");
-        return;
-    }
+    const auto shared_dir = vkllm::test::shared_path("fixtures/convert/mistral3_hf");
+    if (!shared_dir) return;
+    const fs::path& dir = *shared_dir;
     const Vocab ours = vocab_from_tekken_json(dir / "hf" / "tekken.json");
     const Vocab reference = from_gguf(vkllm::gguf::File::open(dir / "ref-f32.gguf"));
     CHECK(ours.pre == reference.pre);

@@ -9,15 +9,12 @@
 #include <vector>
 
 #include "tokenizer/vocab.h"
+#include "test_main.h"
 
 namespace vkllm::test {
 
-// ../shared/testdata/tokenizer, or nullopt (the caller skips) when the checkout has no shared dir.
-inline std::optional<std::filesystem::path> tokenizer_data() {
-    const std::filesystem::path dir = std::filesystem::path(VKLLM_SHARED_DIR) / "testdata" / "tokenizer";
-    if (!std::filesystem::is_directory(dir)) return std::nullopt;
-    return dir;
-}
+// ../shared/testdata/tokenizer, or nullopt (the caller skips) when it is missing.
+inline std::optional<std::filesystem::path> tokenizer_data() { return shared_path("testdata/tokenizer"); }
 
 inline std::string read_file(const std::filesystem::path& path) {
     std::ifstream file(path, std::ios::binary);

@@ -8,6 +8,7 @@
 #include "fixture_check.h"
 #include "vision/image.h"
 #include "vision/preprocess.h"
+#include "test_main.h"
 
 using namespace vkllm;
 
@@ -61,12 +62,9 @@ TEST_CASE("bad images are refused with one clear error, never a crash") {
 }
 
 TEST_CASE("JPEG decodes to RGB (testdata rocket.jpg, 640 x 427)") {
-    const std::filesystem::path path = std::filesystem::path(VKLLM_SHARED_DIR) / "testdata/images/rocket.jpg";
-    if (!std::filesystem::exists(path)) {
-        MESSAGE("../shared/testdata absent: skipping the JPEG");
-        return;
-    }
-    const vision::Image image = vision::load_image(path);
+    const auto path = vkllm::test::shared_path("testdata/images/rocket.jpg");
+    if (!path) return;
+    const vision::Image image = vision::load_image(*path);
     CHECK(image.width == 640);
     CHECK(image.height == 427);
     CHECK(image.rgb.size() == 640u * 427u * 3u);

@@ -1,4 +1,0 @@
-#version 450
-// Y = W X (or Y += W X), a batch of token vectors with Q4_K weights read in their GGUF layout.
-#include "dequant_q4_k.glsl"
-#include "matmul_body.glsl"

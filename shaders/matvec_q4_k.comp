@@ -1,4 +1,0 @@
-#version 450
-// y = W x (or y += W x), one vector with Q4_K weights read in their GGUF layout.
-#include "dequant_q4_k.glsl"
-#include "matvec_body.glsl"
