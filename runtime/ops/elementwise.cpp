@@ -14,14 +14,14 @@ namespace {
 
 constexpr uint32_t preferred_workgroup_size = 256;
 
-// One invocation per 4 elements (shaders/elementwise.comp); operands are (range, floats needed).
+// One invocation per 4 elements (shaders/elementwise.comp); operands are (region, floats needed).
 graph::Dispatch elementwise(gpu::Device& device, const char* name,
                             std::initializer_list<std::pair<graph::Region, uint64_t>> inputs, const graph::Region& y,
                             const params::ElementwiseParams& params) {
     graph::Dispatch dispatch;
-    for (const auto& [range, floats] : inputs) {
-        if (range.size < floats * 4) fail("{}: an operand of {} bytes, {} needed", name, range.size, floats * 4);
-        dispatch.bindings.push_back({range, gpu::Access::Read});
+    for (const auto& [region, floats] : inputs) {
+        if (region.size < floats * 4) fail("{}: an operand of {} bytes, {} needed", name, region.size, floats * 4);
+        dispatch.bindings.push_back({region, gpu::Access::Read});
     }
     if (params.n == 0 || y.size < uint64_t(params.n) * 4) fail("{}: {} elements into {} bytes", name, params.n, y.size);
     dispatch.bindings.push_back({y, gpu::Access::Write});

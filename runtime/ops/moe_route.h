@@ -27,7 +27,7 @@ struct MoeRouting {
 // Throws vkllm::Error for counts the kernels cannot take (naming `what`, e.g. a tensor or layer).
 void check_moe_routing(const MoeRouting& routing, const char* what);
 
-// logits: f32 [n_tokens][n_expert]; bias: f32 [n_expert] or an empty range for none;
+// logits: f32 [n_tokens][n_expert]; bias: f32 [n_expert] or the empty Region{} for none;
 // ids: uint32 [n_tokens][n_expert_used] (selection order, best first); weights: f32, same shape.
 graph::Dispatch moe_route(gpu::Device& device, const MoeRouting& routing, const graph::Region& logits,
                           const graph::Region& bias, const graph::Region& ids, const graph::Region& weights,
@@ -42,7 +42,7 @@ graph::Dispatch moe_group(gpu::Device& device, const graph::Region& ids, const g
 
 // x[t] += sum over slots s in order of weights[t][s] * y[t][s] (+ shared[t] when given, after the
 // routed sum, as llama.cpp adds the shared expert); y: f32 [n_tokens][n_expert_used][n],
-// shared: f32 [n_tokens][n] or an empty range.
+// shared: f32 [n_tokens][n] or the empty Region{}.
 graph::Dispatch moe_combine(gpu::Device& device, const graph::Region& y, const graph::Region& weights,
                             const graph::Region& shared, const graph::Region& x, uint32_t n, uint32_t n_expert_used,
                             uint32_t n_tokens);
