@@ -22,6 +22,7 @@
 #include "gpu/pipeline.h"
 #include "gpu/timing.h"
 #include "gpu/transfer.h"
+#include "graph/baked.h"
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/matvec.h"
@@ -66,6 +67,13 @@ struct Timing {
     bool fastest;
 };
 
+// The median of the runs' milliseconds, or with --fastest the least.
+double pick(std::vector<double> ms, Timing timing) {
+    if (timing.fastest) return *std::ranges::min_element(ms);
+    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
+    return ms[ms.size() / 2];
+}
+
 // Median (or with --fastest, least) milliseconds of `repeat` runs of the recorded work, each its own
 // timestamp region, after one untimed run that touches every page.
 double run_ms(gpu::Device& device, Timing timing, const auto& record) {
@@ -85,9 +93,22 @@ double run_ms(gpu::Device& device, Timing timing, const auto& record) {
     commands.submit_and_wait();
     std::vector<double> ms;
     for (const auto& region : timestamps.read()) ms.push_back(region.milliseconds);
-    if (timing.fastest) return *std::ranges::min_element(ms);
-    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-    return ms[ms.size() / 2];
+    return pick(std::move(ms), timing);
+}
+
+// The same for an op, its passes run as production runs them: `describe` declares the op's buffers in
+// a graph and returns its dispatches, which are baked once; the timed runs are profiled pass by pass,
+// back to back, and each run's passes' times summed.
+double op_ms(gpu::Device& device, Timing timing, const auto& describe) {
+    graph::Graph g(device);
+    const std::vector<graph::Dispatch> dispatches = describe(g);
+    for (size_t i = 0; i < dispatches.size(); ++i) g.add(fmt::format("pass{}", i), dispatches[i]);
+    graph::BakedGraph baked = std::move(g).bake();
+    baked.replay();
+    const std::vector<graph::PassTime> passes = baked.profile(timing.repeat);
+    std::vector<double> ms(timing.repeat, 0.0);
+    for (size_t i = 0; i < passes.size(); ++i) ms[i / dispatches.size()] += passes[i].milliseconds;
+    return pick(std::move(ms), timing);
 }
 
 double gb_per_s(uint64_t bytes, double ms) { return double(bytes) / (ms * 1e6); }
@@ -200,10 +221,12 @@ void bench_attention(gpu::Device& device, uint32_t keys, uint32_t n_cells, Timin
     gpu::Commands fill(device);
     fill.fill(q.range(), 0x3c000000u).fill(k.range(), 0x3c003c00u).fill(v.range(), 0x3c003c00u).fill(counters.range(), 0);
     fill.submit_and_wait();
-    const std::vector<gpu::Dispatch> dispatches = ops::attention_decode(
-        device, config, shape, {q.range(), k.range(), v.range(), positions.range(), out.range(), scratch.range(), counters.range()});
-    const double ms = run_ms(device, timing, [&](gpu::Commands& c) {
-        for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+    const double ms = op_ms(device, timing, [&](graph::Graph& g) {
+        return ops::attention_decode(
+            device, config, shape,
+            {g.persistent("q", q.range()), g.persistent("k", k.range()), g.persistent("v", v.range()),
+             g.persistent("positions", positions.range()), g.persistent("out", out.range()),
+             g.persistent("scratch", scratch.range()), g.persistent("counters", counters.range())});
     });
     const uint64_t bytes = 2 * ops::kv_cache_bytes(shape.kv_type, keys, row);
     std::printf("  %-18s %6u keys of %6u cells %9.2f %9.3f %9.2f\n", "attn_decode_f16", keys, n_cells,
@@ -244,11 +267,11 @@ void bench_arithmetic(gpu::Device& device, const Settings& options) {
         if (!gguf::runs_on_vkllm(traits.type) || (!options.type.empty() && traits.name != options.type)) continue;
         ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
         gpu::Buffer weights = make_weights(device, traits.type, options);
-        const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
         const ops::MatmulConfig config = ops::matmul_config(caps, traits.type);
-        const std::vector<gpu::Dispatch> dispatches = ops::matmul(device, matrix, x.range(), y.range(), n_tokens, false);
-        const double ms = run_ms(device, timing, [&](gpu::Commands& c) {
-            for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+        const double ms = op_ms(device, timing, [&](graph::Graph& g) {
+            return ops::matmul(device,
+                               ops::weight_matrix(g, "weights", traits.type, options.rows, options.cols, weights),
+                               g.persistent("x", x.range()), g.persistent("y", y.range()), n_tokens, false);
         });
         const double gflops = 2.0 * options.rows * options.cols * n_tokens / (ms * 1e6);
         std::printf("  %-24s %9.3f %9.1f %7.0f%%\n", ops::matmul_pipeline_name(traits.type, config).c_str(), ms, gflops,
@@ -275,20 +298,24 @@ void bench_matvecs(gpu::Device& device, const Settings& options) {
     gpu::Commands fill(device);
     fill.fill(x_buffer.range(), 0x3f000000u).fill(y_buffer.range(), 0);
     fill.submit_and_wait();
-    auto time = [&](const std::vector<gpu::Dispatch>& dispatches) {
-        return run_ms(device, {options.repeat, options.fastest}, [&](gpu::Commands& c) {
-            for (const gpu::Dispatch& dispatch : dispatches) c.record(dispatch);
+    // describe(weights, x, y) gives the op's dispatches on the benchmark's buffers.
+    auto time = [&](const gpu::Buffer& weights, gguf::GgmlType type, const auto& describe) {
+        return op_ms(device, {options.repeat, options.fastest}, [&](graph::Graph& g) {
+            return describe(ops::weight_matrix(g, "weights", type, options.rows, options.cols, weights),
+                            g.persistent("x", x_buffer.range()), g.persistent("y", y_buffer.range()));
         });
     };
     for (const gguf::TypeTraits& traits : gguf::type_table) {
         if (!gguf::runs_on_vkllm(traits.type) || (!options.type.empty() && traits.name != options.type)) continue;
         ops::check_weight_shape(traits.type, options.rows, options.cols, "bench-ops");
         gpu::Buffer weights = make_weights(device, traits.type, options);
-        const ops::WeightMatrix matrix{traits.type, options.rows, options.cols, &weights};
         const double mib = double(weights.size()) / (1 << 20);
         double one_ms = 0;  // the device's launch on one vector
         for (const ops::MatvecConfig& config : launch_shapes(caps, traits.type, options)) {
-            const double ms = time(ops::matvec(device, matrix, x_buffer.range(), y_buffer.range(), false, config));
+            const double ms =
+                time(weights, traits.type, [&](const ops::WeightMatrix& matrix, graph::Region x, graph::Region y) {
+                    return ops::matvec(device, matrix, x, y, false, config);
+                });
             if (one_ms == 0) one_ms = ms;
             const double gbs = gb_per_s(weights.size(), ms);
             std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %7.0f%%\n",
@@ -297,8 +324,14 @@ void bench_matvecs(gpu::Device& device, const Settings& options) {
         }
         const std::string name = ops::matvec_pipeline_name(traits.type, ops::matvec_config(caps, traits.type, options.cols));
         for (uint32_t n : {2u, 4u, ops::matvec_max_tokens}) {  // "x one" is the batch's time over one vector's
-            const double batch_ms = time(ops::matvec_batch(device, matrix, x_buffer.range(), y_buffer.range(), n, false));
-            const double matmul_ms = time(ops::matmul(device, matrix, x_buffer.range(), y_buffer.range(), n, false));
+            const double batch_ms =
+                time(weights, traits.type, [&](const ops::WeightMatrix& matrix, graph::Region x, graph::Region y) {
+                    return ops::matvec_batch(device, matrix, x, y, n, false);
+                });
+            const double matmul_ms =
+                time(weights, traits.type, [&](const ops::WeightMatrix& matrix, graph::Region x, graph::Region y) {
+                    return ops::matmul(device, matrix, x, y, n, false);
+                });
             std::printf("  %-18s %-24s %9.2f %9.3f %9.2f %6.2fx one; matmul %.3f ms\n", name.c_str(),
                         fmt::format("{} vectors", n).c_str(), mib, batch_ms, gb_per_s(weights.size(), batch_ms),
                         batch_ms / one_ms, matmul_ms);

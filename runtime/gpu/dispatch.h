@@ -1,8 +1,8 @@
 #pragma once
 // A compute dispatch described as data: pipeline, the buffer ranges it binds (and whether it reads or
-// writes each), push constants and group counts (or an indirect buffer the GPU filled). Ops produce
-// Dispatches; the render graph orders and bakes them, and `Commands` records them directly for tests
-// and one-off work.
+// writes each), push constants and group counts (or an indirect buffer the GPU filled). The render
+// graph binds its passes' memory into Dispatches when it bakes; `Commands` records them directly for
+// one-off work.
 #include <volk.h>
 
 #include <array>
@@ -20,6 +20,15 @@ class Device;
 
 enum class Access : uint8_t { Read, Write, ReadWrite };
 
+// The bytes of a push-constant struct.
+template <class Params>
+std::vector<std::byte> push_bytes(const Params& params) {
+    static_assert(std::is_trivially_copyable_v<Params>);
+    std::vector<std::byte> bytes(sizeof params);
+    std::memcpy(bytes.data(), &params, sizeof params);
+    return bytes;
+}
+
 struct Binding {
     BufferRange range;
     Access access = Access::Read;
@@ -34,9 +43,7 @@ struct Dispatch {
 
     template <class Params>
     Dispatch& params(const Params& params) {
-        static_assert(std::is_trivially_copyable_v<Params>);
-        push.resize(sizeof params);
-        std::memcpy(push.data(), &params, sizeof params);
+        push = push_bytes(params);
         return *this;
     }
 };

@@ -52,11 +52,10 @@ BakedGraph::BakedGraph(BakedGraph&&) noexcept = default;
 Region State::resolve(const Region& region, const std::string& pass) const {
     if (region.resource >= resources.size()) fail("pass '{}' names a resource that does not exist", pass);
     const auto& resource = resources[region.resource];
-    VkDeviceSize size = region.size == VK_WHOLE_SIZE ? resource.size - std::min(region.offset, resource.size) : region.size;
-    if (size == 0 || region.offset + size > resource.size)
-        fail("pass '{}': region [{}, +{}) of '{}' lies outside its {} bytes", pass, region.offset, size, resource.name,
-             resource.size);
-    return {region.resource, region.offset, size};
+    if (region.size == 0 || region.offset + region.size > resource.size)
+        fail("pass '{}': region [{}, +{}) of '{}' lies outside its {} bytes", pass, region.offset, region.size,
+             resource.name, resource.size);
+    return region;
 }
 
 void BakedGraph::order_passes() {
@@ -75,14 +74,8 @@ void BakedGraph::order_passes() {
             else
                 footprints[p].push_back({true, r.resource, r.offset, r.offset + r.size, write});
         };
-        for (Access& access : pass.accesses_) {
-            access.region = s.resolve(access.region, pass.name_);
-            add(access.region, access.access != gpu::Access::Read);
-        }
-        if (pass.indirect_) {
-            pass.indirect_ = s.resolve(*pass.indirect_, pass.name_);
-            add(*pass.indirect_, false);
-        }
+        for (const Access& access : pass.declared_.bindings) add(access.region, access.access != gpu::Access::Read);
+        if (pass.declared_.indirect) add(*pass.declared_.indirect, false);
     }
 
     s.level_of.assign(s.passes.size(), 0);
@@ -124,8 +117,9 @@ void BakedGraph::place_transients() {
             if (placement.first_level < 0 || level < placement.first_level) placement.first_level = level;
             placement.last_level = std::max(placement.last_level, level);
         };
-        for (const Access& access : s.passes[p]->accesses_) touch(access.region);
-        if (s.passes[p]->indirect_) touch(*s.passes[p]->indirect_);
+        const Dispatch& declared = s.passes[p]->declared_;
+        for (const Access& access : declared.bindings) touch(access.region);
+        if (declared.indirect) touch(*declared.indirect);
     }
 
     const gpu::Capabilities& caps = s.device->caps();
@@ -199,16 +193,17 @@ void BakedGraph::bind_passes() {
     VkDeviceSize alignment = s.device->caps().min_storage_buffer_offset_alignment;
     s.descriptors = std::make_unique<gpu::DescriptorArena>(*s.device);
     for (auto& pass : s.passes) {
-        gpu::Dispatch& dispatch = pass->dispatch_;
-        dispatch.bindings.clear();
-        for (const Access& access : pass->accesses_) {
+        const Dispatch& declared = pass->declared_;
+        gpu::Dispatch& dispatch = pass->bound_;
+        dispatch = {.pipeline = declared.pipeline, .push = declared.push, .groups = declared.groups};
+        for (const Access& access : declared.bindings) {
             gpu::BufferRange range = physical(access.region);
             if (range.offset % alignment != 0)
                 fail("pass '{}': '{}' is bound at offset {}, not a multiple of the device's {}-byte alignment",
                      pass->name_, s.resources[access.region.resource].name, range.offset, alignment);
             dispatch.bindings.push_back({range, access.access});
         }
-        if (pass->indirect_) dispatch.indirect = physical(*pass->indirect_);
+        if (declared.indirect) dispatch.indirect = physical(*declared.indirect);
         gpu::validate(*s.device, dispatch);
         s.sets.push_back(s.descriptors->write(dispatch));
     }

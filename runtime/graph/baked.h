@@ -41,8 +41,9 @@ public:
 
     // Submits the recorded command buffer and waits for it; outputs are then visible to the host.
     void replay();
-    // Runs once with a timestamp around every pass.
-    std::vector<PassTime> profile();
+    // Runs `runs` times back to back in one submission with a timestamp around every pass: the times
+    // of each run's passes in turn.
+    std::vector<PassTime> profile(uint32_t runs = 1);
 
     const GraphStats& stats() const { return stats_; }
     // The memory a region was given (transients: only meaningful within a run).

@@ -42,15 +42,16 @@ void BakedGraph::dump(std::ostream& out) const {
         out << fmt::format("level {}:\n", level);
         for (size_t p : s.levels[level]) {
             const Pass& pass = *s.passes[p];
-            const gpu::Dispatch& dispatch = pass.dispatch_;
+            const Dispatch& dispatch = pass.declared_;
             out << fmt::format("  {} [{}]", pass.name_, dispatch.pipeline->name);
             if (dispatch.indirect)
-                out << " indirect";
+                out << fmt::format(" indirect from {} [{}, +{})", s.resources[dispatch.indirect->resource].name,
+                                   dispatch.indirect->offset, dispatch.indirect->size);
             else
                 out << fmt::format(" {}x{}x{}", dispatch.groups[0], dispatch.groups[1], dispatch.groups[2]);
             if (pass.bytes_) out << fmt::format(", {} bytes", pass.bytes_);
             out << "\n";
-            for (const Access& access : pass.accesses_)
+            for (const Access& access : dispatch.bindings)
                 out << fmt::format("      {:<10} {} [{}, +{})\n", access_name(access.access),
                                    s.resources[access.region.resource].name, access.region.offset, access.region.size);
         }

@@ -1,10 +1,12 @@
 #pragma once
-// The render graph: compute passes declare the buffer regions they read and write; bake() orders
+// The render graph: compute passes declare the regions of its resources they read and write; bake() orders
 // them, places the fewest barriers that keep them correct, gives transient buffers memory by lifetime
 // (aliasing those that never live at once), writes descriptor sets once and records one command
 // buffer that every replay submits again. Per-step values (position, cache slot...) live in buffers
 // the host writes between replays, so decode never re-records.
+#include <array>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,13 +18,17 @@ namespace vkllm::graph {
 
 class BakedGraph;
 
-// A byte range of a resource. The default size means "to the end of the resource".
+// A byte range of a resource that Graph::persistent, transient or zeroed of one graph declared (or a
+// sub-range of one). The default region is empty and names nothing: a pass cannot bind it.
 struct Region {
+    uint32_t graph = 0;  // the declaring graph's id; 0: none
     uint32_t resource = UINT32_MAX;
     VkDeviceSize offset = 0;
-    VkDeviceSize size = VK_WHOLE_SIZE;
+    VkDeviceSize size = 0;
 
     Region sub(VkDeviceSize sub_offset, VkDeviceSize sub_size) const;
+    // Whether both lie in the same resource and share a byte.
+    bool overlaps(const Region& other) const;
 };
 
 struct Access {
@@ -30,17 +36,28 @@ struct Access {
     gpu::Access access;
 };
 
+// A compute dispatch over graph regions, as ops describe one: the pipeline, the regions it binds
+// (binding i is bindings[i]) and how it touches each, push constants and group counts, or indirect
+// arguments an earlier pass wrote. Graph::add makes it a pass; bake binds the memory behind them.
+struct Dispatch {
+    const gpu::Pipeline* pipeline = nullptr;
+    std::vector<Access> bindings;
+    std::vector<std::byte> push;
+    std::array<uint32_t, 3> groups{1, 1, 1};
+    std::optional<Region> indirect;  // a VkDispatchIndirectCommand written on the GPU
+
+    template <class Params>
+    Dispatch& params(const Params& values) {
+        push = gpu::push_bytes(values);
+        return *this;
+    }
+};
+
 struct Resource {
     std::string name;
     VkDeviceSize size;
     std::optional<gpu::BufferRange> persistent;  // absent: a transient the graph places
-    VkBuffer identity = VK_NULL_HANDLE;          // a transient's stand-in handle (see Graph::range)
 };
-
-class Graph;
-
-// Frees the stand-in handles of transients (graph.cpp).
-void destroy_identities(gpu::Device& device, std::vector<Resource>& resources);
 
 class Pass {
 public:
@@ -57,7 +74,7 @@ public:
     Pass& bytes(uint64_t count);
     template <class Params>
     Pass& params(const Params& values) {
-        dispatch_.params(values);
+        declared_.params(values);
         return *this;
     }
 
@@ -66,13 +83,13 @@ public:
 private:
     friend class Graph;
     friend class BakedGraph;
-    Pass(std::string name, const gpu::Pipeline& pipeline);
+    Pass(std::string name, uint32_t graph, Dispatch declared);
     Pass& bind(Region region, gpu::Access access);
 
     std::string name_;
-    gpu::Dispatch dispatch_;  // bindings are filled in at bake, once memory is placed
-    std::vector<Access> accesses_;
-    std::optional<Region> indirect_;
+    uint32_t graph_;     // the id of the graph it belongs to, whose regions alone it may bind
+    Dispatch declared_;  // over regions
+    gpu::Dispatch bound_;  // the same over the memory bake() placed
     uint64_t bytes_ = 0;
 };
 
@@ -97,32 +114,31 @@ public:
     Graph(const Graph&) = delete;
     Graph& operator=(const Graph&) = delete;
 
-    // Memory that outlives the graph (weights, KV cache, logits, the step-parameter buffer).
+    // Memory that outlives the graph (weights, KV cache, logits, the step-parameter buffer). The same
+    // name over the same memory again gives the same region (a weight two passes read is one resource).
     Region persistent(std::string name, const gpu::BufferRange& range);
     // Memory the graph owns for the length of one run; its contents do not survive between runs.
     Region transient(std::string name, VkDeviceSize bytes);
     // Memory the graph owns for its whole life, zero at first, that every run must leave zero again
     // (counters a kernel resets itself); passes see it as persistent memory.
     Region zeroed(std::string name, VkDeviceSize bytes);
-    // The returned reference stays valid until bake().
-    Pass& add_pass(std::string name, const gpu::Pipeline& pipeline);
 
-    // Ops build gpu::Dispatches over BufferRanges. range() gives a region as one: a persistent
-    // region's real memory, or for a transient a range of a stand-in VkBuffer that has no memory yet
-    // (it identifies the transient; bake() binds the memory placed for it). add() turns such a
-    // dispatch back into a pass: each binding becomes the region it names (a persistent range
-    // nobody registered becomes a resource of its own, named after the pass).
-    gpu::BufferRange range(Region region) const;
-    Pass& add(std::string name, const gpu::Dispatch& dispatch, uint64_t weight_bytes = 0);
+    // A pass of the dispatch an op described; every region it binds must be this graph's.
+    Pass& add(std::string name, Dispatch dispatch, uint64_t weight_bytes = 0);
+    // A pass declared binding by binding; the returned reference stays valid until bake().
+    Pass& add_pass(std::string name, const gpu::Pipeline& pipeline);
+    // Whether a pass can bind the region: its offset in memory meets the device's storage-buffer
+    // alignment (a transient's memory starts aligned, a persistent's where its range does).
+    bool aligned(Region region) const;
 
     BakedGraph bake(BakeOptions options = {}) &&;
 
 private:
     gpu::Device* device_;
+    uint32_t id_;  // in every region this graph declares
     std::vector<Resource> resources_;
+    std::map<std::string, uint32_t> persistent_by_name_;
     std::vector<gpu::Buffer> owned_;  // zeroed() memory
-
-    Region region_of(const gpu::BufferRange& range, const std::string& pass, size_t binding);
     std::vector<std::unique_ptr<Pass>> passes_;
 };
 

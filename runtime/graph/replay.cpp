@@ -53,7 +53,6 @@ void submit_and_wait(gpu::Device& device, VkCommandBuffer command_buffer, VkFenc
 
 State::~State() {
     if (!device) return;
-    destroy_identities(*device, resources);
     if (command_buffer) device->free_command_buffer(command_buffer);
     if (fence) vkDestroyFence(device->handle(), fence, nullptr);
 }
@@ -67,7 +66,7 @@ void BakedGraph::record_passes(VkCommandBuffer command_buffer, gpu::Timestamps* 
         if (level > 0 && !s.options.omit_barriers) gpu::record_full_barrier(command_buffer);
         for (size_t p : s.levels[level]) {
             if (timestamps) timestamps->begin(command_buffer, s.passes[p]->name_);
-            gpu::record_dispatch(command_buffer, s.passes[p]->dispatch_, s.sets[p]);
+            gpu::record_dispatch(command_buffer, s.passes[p]->bound_, s.sets[p]);
             if (timestamps) timestamps->end(command_buffer);
         }
     }
@@ -92,12 +91,12 @@ void BakedGraph::replay() {
     ++stats_.replays;
 }
 
-std::vector<PassTime> BakedGraph::profile() {
+std::vector<PassTime> BakedGraph::profile(uint32_t runs) {
     State& s = *state_;
-    gpu::Timestamps timestamps(*s.device, uint32_t(s.passes.size()));
+    gpu::Timestamps timestamps(*s.device, uint32_t(s.passes.size()) * runs);
     VkCommandBuffer command_buffer = begin(*s.device, VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT);
     timestamps.reset(command_buffer);
-    record_passes(command_buffer, &timestamps);
+    for (uint32_t run = 0; run < runs; ++run) record_passes(command_buffer, &timestamps);
     VKLLM_VK_CHECK(vkEndCommandBuffer(command_buffer));
     submit_and_wait(*s.device, command_buffer, s.fence, nullptr);
     s.device->free_command_buffer(command_buffer);

@@ -28,8 +28,9 @@ void residual_add(Builder& b, const std::string& norm_name, graph::Region x, con
     if (!post_norm) return project_into(x, true);
     auto y = b.graph.transient(norm_name + "_in", b.shape.n_tokens * post_norm->cols * f32);
     project_into(y, false);
-    b.graph.add(norm_name, ops::rmsnorm_add(b.device, b.range(y), post_norm->range(), b.range(x), post_norm->cols,
-                                            b.shape.n_tokens, eps), post_norm->bytes());
+    b.graph.add(norm_name,
+                ops::rmsnorm_add(b.device, y, post_norm->region(b.graph), x, post_norm->cols, b.shape.n_tokens, eps),
+                post_norm->bytes());
 }
 
 // Per-head RMSNorm of q and of k in place in each token's qkv row (Gemma 3's attn_q_norm, attn_k_norm),
@@ -38,7 +39,7 @@ void qk_norm(Builder& b, int layer, graph::Region qkv, const AttentionWeights& w
              float eps) {
     const uint32_t qkv_size = (c.n_head + c.n_head_kv) * c.head_dim_k + c.n_head_kv * c.head_dim_v;
     b.graph.add(layer_name(layer, "attn_qk_norm"),
-                ops::rmsnorm_qk_heads(b.device, b.range(qkv), weights.q_norm->range(), weights.k_norm->range(),
+                ops::rmsnorm_qk_heads(b.device, qkv, weights.q_norm->region(b.graph), weights.k_norm->region(b.graph),
                                       c.head_dim_k, c.n_head, c.n_head_kv, b.shape.n_tokens, qkv_size, eps),
                 weights.q_norm->bytes() + weights.k_norm->bytes());
 }
@@ -57,7 +58,7 @@ std::optional<graph::Region> norm_pass(Builder& b, graph::Region x, const Weight
 
 }  // namespace
 
-void Builder::add(const std::string& name, const std::vector<gpu::Dispatch>& dispatches, uint64_t weight_bytes) {
+void Builder::add(const std::string& name, const std::vector<graph::Dispatch>& dispatches, uint64_t weight_bytes) {
     for (size_t i = 0; i < dispatches.size(); ++i)
         graph.add(dispatches.size() == 1 ? name : fmt::format("{}.{}", name, i), dispatches[i], i == 0 ? weight_bytes : 0);
 }
@@ -66,9 +67,8 @@ void project(Builder& b, const std::string& name, const Weight& weights, graph::
              bool accumulate) {
     // A small batch reads each weight once for all its tokens (matvec_batch); more tokens take matmul.
     auto dispatches = b.shape.n_tokens <= ops::matvec_max_tokens
-                          ? ops::matvec_batch(b.device, weights.matrix(), b.range(x), b.range(y), b.shape.n_tokens,
-                                              accumulate)
-                          : ops::matmul(b.device, weights.matrix(), b.range(x), b.range(y), b.shape.n_tokens, accumulate);
+                          ? ops::matvec_batch(b.device, weights.matrix(b.graph), x, y, b.shape.n_tokens, accumulate)
+                          : ops::matmul(b.device, weights.matrix(b.graph), x, y, b.shape.n_tokens, accumulate);
     b.add(name, dispatches, weights.bytes());
 }
 
@@ -88,8 +88,8 @@ void project(Builder& b, const std::string& name, const WeightGroup& weights, gr
         } else {
             auto part_out = b.graph.transient(part_name + ".out", uint64_t(n_tokens) * part.rows * f32);
             project(b, part_name, part, x, part_out, false);
-            b.graph.add(part_name + ".place", ops::copy_rows(b.device, b.range(part_out), {part.rows, 0}, b.range(y),
-                                                             {total, offset}, n_tokens, part.rows));
+            b.graph.add(part_name + ".place",
+                        ops::copy_rows(b.device, part_out, {part.rows, 0}, y, {total, offset}, n_tokens, part.rows));
         }
         offset += part.rows;
     }
@@ -97,13 +97,13 @@ void project(Builder& b, const std::string& name, const WeightGroup& weights, gr
 
 void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight& weight, graph::Region y, uint32_t n,
               float eps) {
-    uint32_t rows = uint32_t(b.range(x).size / (n * f32));
-    b.graph.add(name, ops::rmsnorm(b.device, b.range(x), weight.range(), b.range(y), n, rows, eps), weight.bytes());
+    uint32_t rows = uint32_t(x.size / (n * f32));
+    b.graph.add(name, ops::rmsnorm(b.device, x, weight.region(b.graph), y, n, rows, eps), weight.bytes());
 }
 
 void project_input(Builder& b, const std::string& name, const Weight& weights, const ops::MatvecInput& input,
                    graph::Region y, bool accumulate) {
-    b.add(name, ops::matvec(b.device, weights.matrix(), input, b.range(y), accumulate), weights.bytes());
+    b.add(name, ops::matvec(b.device, weights.matrix(b.graph), input, y, accumulate), weights.bytes());
 }
 
 void project_normed(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x,
@@ -112,7 +112,7 @@ void project_normed(Builder& b, const std::string& name, const WeightGroup& weig
     uint32_t offset = 0;
     for (const Weight& part : weights.parts) {
         const std::string part_name = weights.parts.size() == 1 ? name : fmt::format("{}[{}]", name, part.name);
-        project_input(b, part_name, part, ops::MatvecInput::rms_norm(b.range(x), norm.range(), eps),
+        project_input(b, part_name, part, ops::MatvecInput::rms_norm(x, norm.region(b.graph), eps),
                       y.sub(offset * f32, part.rows * f32), false);
         offset += part.rows;
     }
@@ -121,7 +121,7 @@ void project_normed(Builder& b, const std::string& name, const WeightGroup& weig
 void project_normed(Builder& b, const std::string& name, const Weight& weights, graph::Region x, const Weight& norm,
                     float eps, graph::Region y, const std::string& norm_name) {
     if (auto normed = norm_pass(b, x, norm, eps, norm_name)) return project(b, name, weights, *normed, y, false);
-    project_input(b, name, weights, ops::MatvecInput::rms_norm(b.range(x), norm.range(), eps), y, false);
+    project_input(b, name, weights, ops::MatvecInput::rms_norm(x, norm.region(b.graph), eps), y, false);
 }
 
 void attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
@@ -130,11 +130,10 @@ void attention(Builder& b, const std::string& name, const ops::AttentionConfig& 
     auto scratch = b.graph.transient(name + "_scratch",
                                      std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(config, shape)
                                                                   : ops::attention_prefill_scratch_bytes(config, shape)));
-    ops::AttentionBuffers buffers{b.range(regions.q),         b.range(regions.k_cache), b.range(regions.v_cache),
-                                  b.range(regions.positions), b.range(regions.out),     b.range(scratch)};
+    ops::AttentionBuffers buffers{regions.q, regions.k_cache, regions.v_cache, regions.positions, regions.out, scratch};
     if (!decode) return b.add(name, ops::attention_prefill(b.device, config, shape, buffers));
     // The decode kernel's arrival counters persist between runs, left zero by each.
-    buffers.counters = b.range(b.graph.zeroed(name + "_counters", ops::attention_decode_counter_bytes(config, shape)));
+    buffers.counters = b.graph.zeroed(name + "_counters", ops::attention_decode_counter_bytes(config, shape));
     b.add(name, ops::attention_decode(b.device, config, shape, buffers));
 }
 
@@ -150,20 +149,20 @@ RowView row_view(Builder& b, const std::string& name, graph::Region whole, uint3
                  bool copy_in) {
     RowView view{whole, whole.sub(uint64_t(of.first) * floats * f32, uint64_t(of.count) * floats * f32), floats,
                  of.first, of.count};
-    if (b.range(view.rows).offset % b.device.caps().min_storage_buffer_offset_alignment == 0) return view;
+    if (b.graph.aligned(view.rows)) return view;
     view.copied = true;
     view.rows = b.graph.transient(name, uint64_t(of.count) * floats * f32);
-    const uint32_t width = of.count * floats, total = uint32_t(b.range(whole).size / f32);
+    const uint32_t width = of.count * floats, total = uint32_t(whole.size / f32);
     if (copy_in)
-        b.graph.add(name + "_gather", ops::copy_rows(b.device, b.range(whole), {total, of.first * floats},
-                                                     b.range(view.rows), {width, 0}, 1, width));
+        b.graph.add(name + "_gather",
+                    ops::copy_rows(b.device, whole, {total, of.first * floats}, view.rows, {width, 0}, 1, width));
     return view;
 }
 
 void place_rows(Builder& b, const std::string& name, const RowView& view) {
     if (!view.copied) return;
-    const uint32_t width = view.count * view.floats, total = uint32_t(b.range(view.whole).size / f32);
-    b.graph.add(name + "_place", ops::copy_rows(b.device, b.range(view.rows), {width, 0}, b.range(view.whole),
+    const uint32_t width = view.count * view.floats, total = uint32_t(view.whole.size / f32);
+    b.graph.add(name + "_place", ops::copy_rows(b.device, view.rows, {width, 0}, view.whole,
                                                 {total, view.first * view.floats}, 1, width));
 }
 
@@ -196,23 +195,23 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
     if (weights.q_norm) qk_norm(b, layer, qkv, weights, c, spec.rms_eps);
     // Each token's row of qkv holds its q, k and v: one pass rotates q in place and writes rope(k)
     // and v into the cache.
-    auto positions = b.range(b.step.positions);
+    auto positions = b.step.positions;
     const ops::RopeKvShape rope_kv{.n_tokens = n_tokens, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
                                    .head_dim = c.head_dim_k, .head_dim_v = c.head_dim_v, .token_stride = qkv_size,
                                    .n_cells = cache.n_cells_all};
     b.graph.add(layer_name(layer, "rope_kv"),
-                ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, b.range(spec.rope_phases), positions,
-                                   b.range(cache.slots), b.range(qkv), b.range(cache.k), b.range(cache.v)));
+                ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, spec.rope_phases, positions, cache.slots, qkv,
+                                   cache.k, cache.v));
 
     // Attention reads the queries packed: one token's are already; many tokens' are gathered.
     graph::Region q = qkv.sub(0, q_size * f32);
     if (n_tokens > 1) {
         q = b.graph.transient(layer_name(layer, "q"), n_tokens * q_size * f32);
         b.graph.add(layer_name(layer, "q_gather"),
-                    ops::copy_rows(b.device, b.range(qkv), {qkv_size, 0}, b.range(q), {q_size, 0}, n_tokens, q_size));
+                    ops::copy_rows(b.device, qkv, {qkv_size, 0}, q, {q_size, 0}, n_tokens, q_size));
     }
     if (spec.temperature_beta != 0)
-        b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, b.range(q), n_tokens, q_size,
+        b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, q, n_tokens, q_size,
                                                                    spec.temperature_beta, spec.temperature_length));
 
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
@@ -233,8 +232,8 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
                    layer_name(layer, "ffn_norm"));
     // One token's gate and up halves are contiguous: the down projection applies the activation as
     // it loads them, where recomputing it per row team is cheaper than a pass.
-    if (n_tokens == 1 && ops::glu_input_pays(b.device.caps(), weights.down.matrix())) {
-        const ops::MatvecInput hidden = ops::MatvecInput::glu(activation, b.range(gate_up));
+    if (n_tokens == 1 && ops::glu_input_pays(b.device.caps(), weights.down.matrix(b.graph))) {
+        const ops::MatvecInput hidden = ops::MatvecInput::glu(activation, gate_up);
         return residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
                             [&](graph::Region y, bool accumulate) {
                                 project_input(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
@@ -246,14 +245,13 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
     if (n_tokens > 1) {
         gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
         up = b.graph.transient(layer_name(layer, "ffn_up_out"), n_tokens * n_ff * f32);
-        b.graph.add(layer_name(layer, "ffn_gate_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0},
-                                                                         b.range(gate), {n_ff, 0}, n_tokens, n_ff));
-        b.graph.add(layer_name(layer, "ffn_up_gather"), ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff},
-                                                                       b.range(up), {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(layer_name(layer, "ffn_gate_gather"),
+                    ops::copy_rows(b.device, gate_up, {2 * n_ff, 0}, gate, {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(layer_name(layer, "ffn_up_gather"),
+                    ops::copy_rows(b.device, gate_up, {2 * n_ff, n_ff}, up, {n_ff, 0}, n_tokens, n_ff));
     }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
-    b.graph.add(layer_name(layer, "ffn_act"),
-                ops::glu(b.device, activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));
+    b.graph.add(layer_name(layer, "ffn_act"), ops::glu(b.device, activation, gate, up, hidden, n_tokens * n_ff));
     residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
                  [&](graph::Region y, bool accumulate) {
                      project(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
@@ -273,10 +271,10 @@ void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& 
 void input_embeddings(Builder& b, const Weight& token_embd, graph::Region x) {
     const uint32_t n_tokens = b.shape.n_tokens, n_embd = token_embd.cols;
     if (b.step.embeddings)
-        b.graph.add("inp_embd_copy", ops::copy_rows(b.device, b.range(*b.step.embeddings), {n_embd, 0}, b.range(x),
-                                                    {n_embd, 0}, n_tokens, n_embd));
+        b.graph.add("inp_embd_copy",
+                    ops::copy_rows(b.device, *b.step.embeddings, {n_embd, 0}, x, {n_embd, 0}, n_tokens, n_embd));
     else
-        b.add("token_embd", ops::get_rows(b.device, token_embd.matrix(), b.range(b.step.ids), b.range(x), n_tokens));
+        b.add("token_embd", ops::get_rows(b.device, token_embd.matrix(b.graph), b.step.ids, x, n_tokens));
 }
 
 }  // namespace vkllm::model::blocks

@@ -23,9 +23,8 @@ struct Builder {
     const StepInputs& step;
     ForwardShape shape;
 
-    gpu::BufferRange range(graph::Region region) const { return graph.range(region); }
     // A pass per dispatch, named "name" (or "name.k" for the k-th of several), weight bytes on the first.
-    void add(const std::string& name, const std::vector<gpu::Dispatch>& dispatches, uint64_t weight_bytes = 0);
+    void add(const std::string& name, const std::vector<graph::Dispatch>& dispatches, uint64_t weight_bytes = 0);
 };
 
 // y = W x (y += W x with accumulate) for the builder's tokens; x [n_tokens][cols], y [n_tokens][rows].

@@ -121,8 +121,7 @@ public:
         // x = token_embd[ids] * sqrt(n_embd); an image's embeddings are taken as they are
         blocks::input_embeddings(b, w_.token_embd, x);
         if (!step.embeddings)
-            g.add("inp_scaled", ops::scale(device_, b.range(x), b.range(x), n_embd_values,
-                                           std::sqrt(float(hp_.n_embd))));
+            g.add("inp_scaled", ops::scale(device_, x, x, n_embd_values, std::sqrt(float(hp_.n_embd))));
 
         // An image's tokens see each other both ways (llama.cpp decodes them with causal attention off).
         const ops::AttentionConfig config{.n_head = hp_.n_head, .n_head_kv = hp_.n_head_kv,
@@ -151,8 +150,7 @@ public:
         blocks::output_head(b, x, w_.output_norm, w_.output ? *w_.output : w_.token_embd, logits, hp_.rms_eps);
         if (hp_.final_softcap != 0) {
             const uint32_t rows = shape.all_logits ? shape.n_tokens : 1;
-            g.add("final_softcap", ops::softcap(device_, b.range(logits), b.range(logits), rows * hp_.n_vocab,
-                                                hp_.final_softcap));
+            g.add("final_softcap", ops::softcap(device_, logits, logits, rows * hp_.n_vocab, hp_.final_softcap));
         }
     }
 };

@@ -182,8 +182,8 @@ private:
         auto rows = b.graph.transient(name, uint64_t(b.shape.n_tokens) * n_head * head_dim * f32);
         blocks::project(b, name + "_proj", weight, normed, rows, false);
         blocks::rms_norm(b, name + "_norm", rows, norm, rows, head_dim, hp_.rms_eps);
-        b.graph.add(name + "_rope", ops::rope(b.device, hp_.rope, {b.shape.n_tokens, n_head, head_dim, 0},
-                                              b.range(phases), b.range(b.step.positions), b.range(rows)));
+        b.graph.add(name + "_rope", ops::rope(b.device, hp_.rope, {b.shape.n_tokens, n_head, head_dim, 0}, phases,
+                                              b.step.positions, rows));
         return rows;
     }
 
@@ -199,10 +199,12 @@ private:
         auto v = b.graph.transient(layer_name(il, "attn_v"), uint64_t(n_tokens) * hp_.n_head_kv * hp_.head_dim_v * f32);
         blocks::project(b, layer_name(il, "attn_v_proj"), l.attn_v, normed, v, false);
         const uint32_t k_row = hp_.n_head_kv * hp_.head_dim_k, v_row = hp_.n_head_kv * hp_.head_dim_v;
-        b.graph.add(layer_name(il, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells_all},
-                                                             b.range(k), b.range(cache.slots), b.range(cache.k)));
-        b.graph.add(layer_name(il, "cache_v"), ops::kv_write(b.device, kv_type, {n_tokens, v_row, v_row, cache.n_cells_all},
-                                                             b.range(v), b.range(cache.slots), b.range(cache.v)));
+        b.graph.add(
+            layer_name(il, "cache_k"),
+            ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells_all}, k, cache.slots, cache.k));
+        b.graph.add(
+            layer_name(il, "cache_v"),
+            ops::kv_write(b.device, kv_type, {n_tokens, v_row, v_row, cache.n_cells_all}, v, cache.slots, cache.v));
 
         const ops::AttentionShape shape{n_tokens, cache.n_cells, kv_type};
         auto out = b.graph.transient(layer_name(il, "attn_out"), uint64_t(n_tokens) * hp_.n_head * hp_.head_dim_v * f32);
@@ -224,9 +226,8 @@ private:
         auto index_q = head_projection(b, layer_name(il, "indexer_q"), normed, w.q_proj, w.q_norm, msa.n_index_head,
                                        msa.index_dim, phases);
         auto index_k = head_projection(b, layer_name(il, "indexer_k"), normed, w.k_proj, w.k_norm, 1, msa.index_dim, phases);
-        b.graph.add(layer_name(il, "indexer_cache_k"),
-                    ops::msa_key_write(b.device, msa, n_tokens, 0, cache.n_cells_all, b.range(index_k),
-                                       b.range(cache.slots), b.range(cache.extra)));
+        b.graph.add(layer_name(il, "indexer_cache_k"), ops::msa_key_write(b.device, msa, n_tokens, 0, cache.n_cells_all,
+                                                                          index_k, cache.slots, cache.extra));
         for (const blocks::SequenceRows& rows : blocks::sequence_rows(b, cache)) {
             const ops::MsaSelection selection = select_blocks(b, il, index_q, rows, cache.n_cells);
             const blocks::RowView q_rows = blocks::row_view(b, layer_name(il, "msa_attn" + rows.suffix + "_q"), q,
@@ -235,9 +236,9 @@ private:
                                                               hp_.n_head * hp_.head_dim_v, rows, false);
             shape.n_tokens = rows.count;
             b.graph.add(layer_name(il, "msa_attn" + rows.suffix),
-                        ops::msa_attention(b.device, config, msa, shape,
-                                           {b.range(q_rows.rows), b.range(rows.cache->k), b.range(rows.cache->v),
-                                            b.range(rows.positions), b.range(out_rows.rows), selection}));
+                        ops::msa_attention(
+                            b.device, config, msa, shape,
+                            {q_rows.rows, rows.cache->k, rows.cache->v, rows.positions, out_rows.rows, selection}));
             blocks::place_rows(b, layer_name(il, "msa_attn" + rows.suffix + "_out"), out_rows);
         }
     }
@@ -253,9 +254,9 @@ private:
         auto scores = b.graph.transient(layer_name(il, "msa_scores" + rows.suffix), selected_bytes);
         auto blocks = b.graph.transient(layer_name(il, "msa_blocks" + rows.suffix), selected_bytes);
         auto scratch = b.graph.transient(layer_name(il, "msa_scratch" + rows.suffix), ops::msa_select_scratch_bytes(msa, shape));
-        const ops::MsaSelection selection{b.range(scores), b.range(blocks)};
-        b.add(name, ops::msa_select(b.device, msa, shape, b.range(q_rows.rows), b.range(rows.cache->extra),
-                                    b.range(rows.positions), selection, b.range(scratch)));
+        const ops::MsaSelection selection{scores, blocks};
+        b.add(name, ops::msa_select(b.device, msa, shape, q_rows.rows, rows.cache->extra, rows.positions, selection,
+                                    scratch));
         return selection;
     }
 };

@@ -165,7 +165,7 @@ public:
                        ForwardShape shape) const override {
         blocks::Builder b{g, device_, step, shape};
         auto x = g.transient("inp_embd", uint64_t(shape.n_tokens) * hp_.n_embd * sizeof(float));
-        b.add("token_embd", ops::get_rows(device_, w_.token_embd.matrix(), b.range(step.ids), b.range(x), shape.n_tokens));
+        b.add("token_embd", ops::get_rows(device_, w_.token_embd.matrix(b.graph), step.ids, x, shape.n_tokens));
         const blocks::MlaSpec attention{
             .n_head = hp_.n_head, .kv_lora_rank = hp_.kv_lora_rank, .qk_nope = hp_.qk_nope, .qk_rope = hp_.qk_rope,
             .v_head_dim = hp_.v_head_dim, .kq_scale = hp_.kq_scale, .rope = hp_.rope,

@@ -32,20 +32,21 @@ graph::Region absorbed_queries(Builder& b, int layer, graph::Region normed, cons
     auto q = b.graph.transient(layer_name(layer, "q"), (n_tokens * s.n_head * q_head + s.qk_nope) * f32);
     project(b, layer_name(layer, w.q_a ? "attn_q_b" : "attn_q"), w.q, q_in, q, false);
     b.graph.add(layer_name(layer, "rope_q"),
-                ops::rope(b.device, s.rope, {n_tokens, s.n_head, q_head, s.n_head * q_head}, b.range(s.rope_phases),
-                          b.range(b.step.positions), b.range(q.sub(s.qk_nope * f32, n_tokens * s.n_head * q_head * f32))));
+                ops::rope(b.device, s.rope, {n_tokens, s.n_head, q_head, s.n_head * q_head}, s.rope_phases,
+                          b.step.positions, q.sub(s.qk_nope * f32, n_tokens * s.n_head * q_head * f32)));
 
     auto q_abs = b.graph.transient(layer_name(layer, "q_absorbed"), n_tokens * s.n_head * k_row * f32);
     b.graph.add(layer_name(layer, "attn_k_b"),
-                ops::matvec_heads(b.device, w.k_b.matrix(), s.n_head, n_tokens, b.range(q), {s.n_head * q_head, 0, q_head},
-                                  b.range(q_abs), {s.n_head * k_row, 0, k_row}),
+                ops::matvec_heads(b.device, w.k_b.matrix(b.graph), s.n_head, n_tokens, q,
+                                  {s.n_head * q_head, 0, q_head}, q_abs, {s.n_head * k_row, 0, k_row}),
                 w.k_b.bytes());
-    b.graph.add(layer_name(layer, "q_rope_place"), ops::copy_rows(b.device, b.range(q), {q_head, s.qk_nope}, b.range(q_abs),
-                                                                  {k_row, s.kv_lora_rank}, n_tokens * s.n_head, s.qk_rope));
+    b.graph.add(layer_name(layer, "q_rope_place"),
+                ops::copy_rows(b.device, q, {q_head, s.qk_nope}, q_abs, {k_row, s.kv_lora_rank}, n_tokens * s.n_head,
+                               s.qk_rope));
     if (s.temperature_beta != 0)
-        b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, b.range(b.step.positions), b.range(q_abs),
-                                                                   n_tokens, s.n_head * k_row, s.temperature_beta,
-                                                                   s.temperature_length));
+        b.graph.add(layer_name(layer, "attn_temp"),
+                    ops::attn_temp(b.device, b.step.positions, q_abs, n_tokens, s.n_head * k_row, s.temperature_beta,
+                                   s.temperature_length));
     return q_abs;
 }
 
@@ -55,9 +56,9 @@ void write_cache_rows(Builder& b, int layer, graph::Region normed, const MlaWeig
     const uint32_t n_tokens = b.shape.n_tokens, k_row = mla_cache_row(s), R = s.kv_lora_rank;
     auto rows = b.graph.transient(layer_name(layer, "kv_a"), n_tokens * k_row * f32);
     project(b, layer_name(layer, "attn_kv_a_mqa"), w.kv_a, normed, rows, false);
-    b.graph.add(layer_name(layer, "rope_k"), ops::rope(b.device, s.rope, {n_tokens, 1, s.qk_rope, k_row},
-                                                      b.range(s.rope_phases), b.range(b.step.positions),
-                                                      b.range(rows.sub(R * f32, ((n_tokens - 1) * k_row + s.qk_rope) * f32))));
+    b.graph.add(layer_name(layer, "rope_k"),
+                ops::rope(b.device, s.rope, {n_tokens, 1, s.qk_rope, k_row}, s.rope_phases, b.step.positions,
+                          rows.sub(R * f32, ((n_tokens - 1) * k_row + s.qk_rope) * f32)));
     // The norm takes contiguous rows: one token's latent is; many tokens' are gathered and put back.
     if (n_tokens == 1) {
         rms_norm(b, layer_name(layer, "attn_kv_a_norm"), rows.sub(0, R * f32), w.kv_a_norm, rows.sub(0, R * f32), R,
@@ -65,13 +66,14 @@ void write_cache_rows(Builder& b, int layer, graph::Region normed, const MlaWeig
     } else {
         auto latent = b.graph.transient(layer_name(layer, "latent"), n_tokens * R * f32);
         b.graph.add(layer_name(layer, "latent_gather"),
-                    ops::copy_rows(b.device, b.range(rows), {k_row, 0}, b.range(latent), {R, 0}, n_tokens, R));
+                    ops::copy_rows(b.device, rows, {k_row, 0}, latent, {R, 0}, n_tokens, R));
         rms_norm(b, layer_name(layer, "attn_kv_a_norm"), latent, w.kv_a_norm, latent, R, s.rms_eps);
         b.graph.add(layer_name(layer, "latent_place"),
-                    ops::copy_rows(b.device, b.range(latent), {R, 0}, b.range(rows), {k_row, 0}, n_tokens, R));
+                    ops::copy_rows(b.device, latent, {R, 0}, rows, {k_row, 0}, n_tokens, R));
     }
-    b.graph.add(layer_name(layer, "cache_k"), ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells_all},
-                                                            b.range(rows), b.range(cache.slots), b.range(cache.k)));
+    b.graph.add(
+        layer_name(layer, "cache_k"),
+        ops::kv_write(b.device, kv_type, {n_tokens, k_row, k_row, cache.n_cells_all}, rows, cache.slots, cache.k));
 }
 
 }  // namespace
@@ -98,8 +100,8 @@ void attention_mla(Builder& b, int layer, graph::Region x, const MlaWeights& wei
     const uint32_t out_row = spec.n_head * spec.v_head_dim, latent_row = spec.n_head * spec.kv_lora_rank;
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * out_row * f32);
     b.graph.add(layer_name(layer, "attn_v_b"),
-                ops::matvec_heads(b.device, weights.v_b.matrix(), spec.n_head, n_tokens, b.range(latent_out),
-                                  {latent_row, 0, spec.kv_lora_rank}, b.range(out), {out_row, 0, spec.v_head_dim}),
+                ops::matvec_heads(b.device, weights.v_b.matrix(b.graph), spec.n_head, n_tokens, latent_out,
+                                  {latent_row, 0, spec.kv_lora_rank}, out, {out_row, 0, spec.v_head_dim}),
                 weights.v_b.bytes());
     project(b, layer_name(layer, "attn_output"), weights.output, out, x, true);
 }

@@ -27,9 +27,7 @@ uint64_t active_bytes(const Weight& stack, const ops::ExpertRows& select, uint32
 void expert_matvec(Builder& b, const std::string& name, const Weight& stack, const ops::ExpertRows& select,
                    const ops::ExpertInput& input, graph::Region ids, graph::Region y, uint32_t y_stride,
                    uint32_t y_offset, uint32_t n_used) {
-    b.add(name,
-          ops::matvec_id(b.device, stack.matrix(), select, input, b.range(ids), {b.range(y), y_stride, y_offset},
-                         n_used),
+    b.add(name, ops::matvec_id(b.device, stack.matrix(b.graph), select, input, ids, {y, y_stride, y_offset}, n_used),
           active_bytes(stack, select, n_used));
 }
 
@@ -40,8 +38,8 @@ void expert_matmul(Builder& b, const std::string& name, const Weight& stack, con
     // Each expert any token selected is read once per chunk.
     const uint32_t experts_read = std::min(select.n_expert, n_tokens * n_used);
     b.add(name,
-          ops::matmul_id(b.device, stack.matrix(), select, b.range(x), x_per_slot, b.range(lists.counts),
-                         b.range(lists.entries), b.range(y), n_tokens, n_used),
+          ops::matmul_id(b.device, stack.matrix(b.graph), select, x, x_per_slot, lists.counts, lists.entries, y,
+                         n_tokens, n_used),
           active_bytes(stack, select, experts_read));
 }
 
@@ -52,7 +50,7 @@ graph::Region routed_experts_decode(Builder& b, int layer, graph::Region normed,
     const uint32_t n_expert = spec.routing.n_expert, n_used = spec.routing.n_expert_used, n_ff = spec.n_ff_exp;
     const uint32_t n_embd = w.gate_inp.cols;
     auto gate_up = b.graph.transient(layer_name(layer, "ffn_moe_gate_up"), uint64_t(n_used) * 2 * n_ff * f32);
-    const ops::ExpertInput input{b.range(normed)};
+    const ops::ExpertInput input{normed};
     if (w.gate_up_exps) {
         expert_matvec(b, layer_name(layer, "ffn_gate_up_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, 0, 2 * n_ff},
                       input, ids, gate_up, 0, 0, n_used);
@@ -64,7 +62,7 @@ graph::Region routed_experts_decode(Builder& b, int layer, graph::Region normed,
     }
     auto out = b.graph.transient(layer_name(layer, "ffn_moe_down"), uint64_t(n_used) * n_embd * f32);
     expert_matvec(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd},
-                  {b.range(gate_up), true, spec.activation}, ids, out, 0, 0, n_used);
+                  {gate_up, true, spec.activation}, ids, out, 0, 0, n_used);
     return out;
 }
 
@@ -78,8 +76,8 @@ graph::Region routed_experts_chunk(Builder& b, int layer, graph::Region normed, 
     const ExpertLists lists{
         b.graph.transient(layer_name(layer, "ffn_moe_counts"), n_expert * 4),
         b.graph.transient(layer_name(layer, "ffn_moe_entries"), ops::moe_group_entries_bytes(n_expert, n_tokens))};
-    b.graph.add(layer_name(layer, "ffn_moe_group"), ops::moe_group(b.device, b.range(ids), b.range(lists.counts),
-                                                                  b.range(lists.entries), n_expert, n_used, n_tokens));
+    b.graph.add(layer_name(layer, "ffn_moe_group"),
+                ops::moe_group(b.device, ids, lists.counts, lists.entries, n_expert, n_used, n_tokens));
     auto gate = b.graph.transient(layer_name(layer, "ffn_moe_gate"), slots * n_ff * f32);
     auto up = b.graph.transient(layer_name(layer, "ffn_moe_up"), slots * n_ff * f32);
     if (w.gate_up_exps) {
@@ -95,8 +93,8 @@ graph::Region routed_experts_chunk(Builder& b, int layer, graph::Region normed, 
                       lists, up, n_used);
     }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_moe_hidden"), slots * n_ff * f32);
-    b.graph.add(layer_name(layer, "ffn_moe_act"), ops::glu(b.device, spec.activation, b.range(gate), b.range(up),
-                                                           b.range(hidden), uint32_t(slots * n_ff)));
+    b.graph.add(layer_name(layer, "ffn_moe_act"),
+                ops::glu(b.device, spec.activation, gate, up, hidden, uint32_t(slots * n_ff)));
     auto out = b.graph.transient(layer_name(layer, "ffn_moe_down"), slots * n_embd * f32);
     expert_matmul(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd}, hidden, true,
                   lists, out, n_used);
@@ -114,16 +112,14 @@ void shared_expert(Builder& b, int layer, graph::Region normed, const MoeWeights
         // Each token's row holds its gate then its up values; the activation pairs them contiguously.
         gate = b.graph.transient(layer_name(layer, "ffn_shexp_gate_out"), n_tokens * n_ff * f32);
         up = b.graph.transient(layer_name(layer, "ffn_shexp_up_out"), n_tokens * n_ff * f32);
-        b.graph.add(
-            layer_name(layer, "ffn_shexp_gate_gather"),
-            ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, 0}, b.range(gate), {n_ff, 0}, n_tokens, n_ff));
-        b.graph.add(
-            layer_name(layer, "ffn_shexp_up_gather"),
-            ops::copy_rows(b.device, b.range(gate_up), {2 * n_ff, n_ff}, b.range(up), {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(layer_name(layer, "ffn_shexp_gate_gather"),
+                    ops::copy_rows(b.device, gate_up, {2 * n_ff, 0}, gate, {n_ff, 0}, n_tokens, n_ff));
+        b.graph.add(layer_name(layer, "ffn_shexp_up_gather"),
+                    ops::copy_rows(b.device, gate_up, {2 * n_ff, n_ff}, up, {n_ff, 0}, n_tokens, n_ff));
     }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_shexp_hidden"), n_tokens * n_ff * f32);
     b.graph.add(layer_name(layer, "ffn_shexp_act"),
-                ops::glu(b.device, spec.activation, b.range(gate), b.range(up), b.range(hidden), n_tokens * n_ff));
+                ops::glu(b.device, spec.activation, gate, up, hidden, n_tokens * n_ff));
     project(b, layer_name(layer, "ffn_down_shexp"), *w.down_shexp, hidden, out, false);
 }
 
@@ -175,8 +171,8 @@ void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const
     auto weights = b.graph.transient(layer_name(layer, "ffn_moe_weights"), slots * f32);
     b.graph.add(
         layer_name(layer, "ffn_moe_route"),
-        ops::moe_route(b.device, routing, b.range(logits), w.exp_probs_b ? w.exp_probs_b->range() : gpu::BufferRange{},
-                       b.range(ids), b.range(weights), n_tokens),
+        ops::moe_route(b.device, routing, logits, w.exp_probs_b ? w.exp_probs_b->region(b.graph) : graph::Region{}, ids,
+                       weights, n_tokens),
         w.exp_probs_b ? w.exp_probs_b->bytes() : 0);
     const graph::Region experts_out = n_tokens == 1 ? routed_experts_decode(b, layer, normed, ids, w, spec)
                                                     : routed_experts_chunk(b, layer, normed, ids, w, spec);
@@ -188,8 +184,8 @@ void ffn_moe(Builder& b, int layer, graph::Region normed, graph::Region x, const
         shared_expert(b, layer, normed, w, spec, *shared);
     }
     b.graph.add(layer_name(layer, "ffn_moe_combine"),
-                ops::moe_combine(b.device, b.range(experts_out), b.range(weights),
-                                 shared ? b.range(*shared) : gpu::BufferRange{}, b.range(x), n_embd, n_used, n_tokens));
+                ops::moe_combine(b.device, experts_out, weights, shared ? *shared : graph::Region{}, x, n_embd, n_used,
+                                 n_tokens));
 }
 
 MoeWeights ExpertLayerWeights::weights() const {

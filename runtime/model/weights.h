@@ -26,9 +26,14 @@ struct Weight {
     uint32_t rows = 0, cols = 0;
     gpu::Buffer buffer;
 
-    ops::WeightMatrix matrix() const { return {type, rows, cols, &buffer}; }
+    // The weight as a persistent resource of `graph`, named after it (declared once per graph).
+    ops::WeightMatrix matrix(graph::Graph& graph) const {
+        return ops::weight_matrix(graph, name, type, rows, cols, buffer);
+    }
+    graph::Region region(graph::Graph& graph) const {
+        return graph.persistent(name, buffer.range());
+    }  // small weights (norms)
     uint64_t bytes() const { return buffer.size(); }
-    const gpu::BufferRange& range() const { return buffer.range(); }  // small weights (norms)
 };
 
 // Q/K/V or gate/up: one fused weight, or the parts when their types differ (a Q4_K_M file keeps

@@ -166,9 +166,9 @@ uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const Att
     return uint64_t(shape.n_tokens) * config.n_head * 4;
 }
 
-std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
-                                            const AttentionShape& shape, const AttentionBuffers& buffers,
-                                            uint32_t workers_wanted) {
+std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
+                                              const AttentionShape& shape, const AttentionBuffers& buffers,
+                                              uint32_t workers_wanted) {
     check(config, shape, buffers, "attention_decode");
     require_scratch(buffers, attention_decode_scratch_bytes(config, shape), "attention_decode");
     if (buffers.counters.size < attention_decode_counter_bytes(config, shape))
@@ -188,10 +188,10 @@ std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const Attention
         workers > caps.max_workgroup_count[0])
         fail("attention_decode: {} queries over {} cells exceed the device's dispatch limits", shape.n_tokens, shape.n_cells);
     const uint64_t out_bytes = decode_partial_out_bytes(config, shape);
-    const gpu::BufferRange partial_out = buffers.scratch.sub(0, out_bytes);
-    const gpu::BufferRange partial_stats = buffers.scratch.sub(out_bytes, buffers.scratch.size - out_bytes);
+    const graph::Region partial_out = buffers.scratch.sub(0, out_bytes);
+    const graph::Region partial_stats = buffers.scratch.sub(out_bytes, buffers.scratch.size - out_bytes);
 
-    gpu::Dispatch decode;
+    graph::Dispatch decode;
     decode.pipeline = &device.pipelines().get(kv_pipeline_name("attn_decode", shape.kv_type, false, caps),
                                               decode_pipeline_options(caps, config, lanes, heads));
     decode.bindings = {{buffers.q, gpu::Access::Read},
@@ -229,9 +229,9 @@ uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const At
     return prefill_stats_bytes(config, shape) + (spans > 1 ? uint64_t(spans) * 12 : 0);
 }
 
-std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
-                                             const AttentionShape& shape, const AttentionBuffers& buffers,
-                                             uint32_t key_limit) {
+std::vector<graph::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
+                                               const AttentionShape& shape, const AttentionBuffers& buffers,
+                                               uint32_t key_limit) {
     check(config, shape, buffers, "attention_prefill");
     require_scratch(buffers, attention_prefill_scratch_bytes(config, shape), "attention_prefill");
     const gpu::Capabilities& caps = device.caps();
@@ -246,13 +246,13 @@ std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const Attentio
     const uint32_t keys = key_limit ? std::min(key_limit, shape.n_cells) : shape.n_cells;
     const uint32_t span_keys = launch.tile_keys * prefill_tiles_per_pass, spans = prefill_spans(keys, launch.tile_keys);
     const uint64_t stats_bytes = prefill_stats_bytes(config, shape);
-    const gpu::BufferRange stats = buffers.scratch.sub(0, stats_bytes);
-    std::vector<gpu::Dispatch> passes;
+    const graph::Region stats = buffers.scratch.sub(0, stats_bytes);
+    std::vector<graph::Dispatch> passes;
     // Past one pass, a first one gives each pass its workgroups only where a query sees its keys.
-    std::optional<gpu::BufferRange> commands;
+    std::optional<graph::Region> commands;
     if (spans > 1) {
         commands = buffers.scratch.sub(stats_bytes, uint64_t(spans) * 12);
-        gpu::Dispatch& sizing = passes.emplace_back();
+        graph::Dispatch& sizing = passes.emplace_back();
         sizing.pipeline = &device.pipelines().get("attn_prefill_spans");
         sizing.bindings = {{buffers.positions, gpu::Access::Read}, {*commands, gpu::Access::Write}};
         sizing.params(params::AttentionSpanParams{.n_tokens = shape.n_tokens, .n_cells = shape.n_cells,
@@ -263,7 +263,7 @@ std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const Attentio
     }
     for (uint32_t span = 0; span < spans; ++span) {
         const uint32_t begin = span * span_keys;
-        gpu::Dispatch& pass = passes.emplace_back();
+        graph::Dispatch& pass = passes.emplace_back();
         pass.pipeline = &pipeline;
         pass.bindings = {{buffers.q, gpu::Access::Read},          {buffers.k_cache, gpu::Access::Read},
                          {buffers.v_cache, gpu::Access::Read},    {buffers.positions, gpu::Access::Read},

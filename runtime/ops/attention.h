@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "gpu/capabilities.h"
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 #include "ops/attention_config.h"
 
 namespace vkllm::ops {
@@ -40,8 +40,8 @@ struct AttentionShape {
 // dispatch leaves them zero again, so they persist between runs (graph::Graph::zeroed) and a recorded
 // dispatch can be replayed.
 struct AttentionBuffers {
-    gpu::BufferRange q, k_cache, v_cache, positions, out, scratch;
-    gpu::BufferRange counters = {};
+    graph::Region q, k_cache, v_cache, positions, out, scratch;
+    graph::Region counters = {};
 };
 
 // "attn_decode_q8_0_texel": the pipeline of a cache-reading kernel for the cache type, its fp16
@@ -53,9 +53,9 @@ uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const Att
 // workers (0: the device's choice; tests set it) is how many workgroups per head group may share a
 // query's keys: many on GPUs, a few on CPU devices; a test's count splits the keys as finely as it
 // allows. One dispatch.
-std::vector<gpu::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
-                                            const AttentionShape& shape, const AttentionBuffers& buffers,
-                                            uint32_t workers = 0);
+std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
+                                              const AttentionShape& shape, const AttentionBuffers& buffers,
+                                              uint32_t workers = 0);
 
 // Whether the prefill kernel takes heads of this size on the device (head_dim_v of 16 or more, and
 // tiles that fit its shared memory); the decode kernel serves many queries otherwise, more slowly.
@@ -64,8 +64,8 @@ bool attention_prefill_supports(const gpu::Capabilities& caps, const AttentionCo
 uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
 // key_limit (0: n_cells) bounds the keys the recorded passes cover, for a caller that knows no query
 // of this batch sits past it.
-std::vector<gpu::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
-                                             const AttentionShape& shape, const AttentionBuffers& buffers,
-                                             uint32_t key_limit = 0);
+std::vector<graph::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
+                                               const AttentionShape& shape, const AttentionBuffers& buffers,
+                                               uint32_t key_limit = 0);
 
 }  // namespace vkllm::ops

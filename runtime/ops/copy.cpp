@@ -6,8 +6,8 @@
 
 namespace vkllm::ops {
 
-gpu::Dispatch copy_rows(gpu::Device& device, const gpu::BufferRange& src, RowBlock from, const gpu::BufferRange& dst,
-                        RowBlock to, uint32_t rows, uint32_t width) {
+graph::Dispatch copy_rows(gpu::Device& device, const graph::Region& src, RowBlock from, const graph::Region& dst,
+                          RowBlock to, uint32_t rows, uint32_t width) {
     constexpr uint32_t workgroup_size = 64;
     auto needed = [&](RowBlock block) { return (uint64_t(rows - 1) * block.stride + block.offset + width) * 4; };
     if (rows == 0 || width == 0 || width + from.offset > from.stride || width + to.offset > to.stride)
@@ -18,7 +18,7 @@ gpu::Dispatch copy_rows(gpu::Device& device, const gpu::BufferRange& src, RowBlo
              src.size, dst.size);
     if (rows > device.caps().max_workgroup_count[1]) fail("copy_rows: {} rows exceed the device's grid", rows);
     const gpu::Pipeline& pipeline = device.pipelines().get("copy_rows", {{0, workgroup_size}});
-    gpu::Dispatch dispatch{.pipeline = &pipeline};
+    graph::Dispatch dispatch{.pipeline = &pipeline};
     dispatch.bindings = {{src, gpu::Access::Read}, {dst, gpu::Access::Write}};
     dispatch.params(params::CopyRowsParams{width, from.stride, from.offset, to.stride, to.offset});
     dispatch.groups = {pipeline.groups_x(width), rows, 1};

@@ -3,7 +3,7 @@
 // different strides, e.g. the queries out of a fused QKV projection of many tokens.
 #include <cstdint>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 
 namespace vkllm::ops {
 
@@ -13,7 +13,7 @@ struct RowBlock {
 };
 
 // dst[r][dst.offset + c] = src[r][src.offset + c] for r < rows, c < width.
-gpu::Dispatch copy_rows(gpu::Device& device, const gpu::BufferRange& src, RowBlock from, const gpu::BufferRange& dst,
-                        RowBlock to, uint32_t rows, uint32_t width);
+graph::Dispatch copy_rows(gpu::Device& device, const graph::Region& src, RowBlock from, const graph::Region& dst,
+                          RowBlock to, uint32_t rows, uint32_t width);
 
 }  // namespace vkllm::ops

@@ -14,14 +14,14 @@ namespace {
 
 constexpr uint32_t preferred_workgroup_size = 256;
 
-// One invocation per 4 elements (shaders/elementwise.comp); operands are (range, floats needed).
-gpu::Dispatch elementwise(gpu::Device& device, const char* name,
-                          std::initializer_list<std::pair<gpu::BufferRange, uint64_t>> inputs,
-                          const gpu::BufferRange& y, const params::ElementwiseParams& params) {
-    gpu::Dispatch dispatch;
-    for (const auto& [range, floats] : inputs) {
-        if (range.size < floats * 4) fail("{}: an operand of {} bytes, {} needed", name, range.size, floats * 4);
-        dispatch.bindings.push_back({range, gpu::Access::Read});
+// One invocation per 4 elements (shaders/elementwise.comp); operands are (region, floats needed).
+graph::Dispatch elementwise(gpu::Device& device, const char* name,
+                            std::initializer_list<std::pair<graph::Region, uint64_t>> inputs, const graph::Region& y,
+                            const params::ElementwiseParams& params) {
+    graph::Dispatch dispatch;
+    for (const auto& [region, floats] : inputs) {
+        if (region.size < floats * 4) fail("{}: an operand of {} bytes, {} needed", name, region.size, floats * 4);
+        dispatch.bindings.push_back({region, gpu::Access::Read});
     }
     if (params.n == 0 || y.size < uint64_t(params.n) * 4) fail("{}: {} elements into {} bytes", name, params.n, y.size);
     dispatch.bindings.push_back({y, gpu::Access::Write});
@@ -35,25 +35,23 @@ gpu::Dispatch elementwise(gpu::Device& device, const char* name,
 
 }  // namespace
 
-gpu::Dispatch add(gpu::Device& device, const gpu::BufferRange& a, const gpu::BufferRange& b,
-                  const gpu::BufferRange& y, uint32_t n, uint32_t b_n) {
+graph::Dispatch add(gpu::Device& device, const graph::Region& a, const graph::Region& b, const graph::Region& y,
+                    uint32_t n, uint32_t b_n) {
     if (b_n == 0 || b_n > n) fail("add: a second operand of {} elements for {}", b_n, n);
     return elementwise(device, "add", {{a, n}, {b, b_n}}, y, {.n = n, .b_n = b_n, .factor = 0.0f});
 }
 
-gpu::Dispatch scale(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
-                    float factor) {
+graph::Dispatch scale(gpu::Device& device, const graph::Region& x, const graph::Region& y, uint32_t n, float factor) {
     return elementwise(device, "scale", {{x, n}}, y, {.n = n, .b_n = 0, .factor = factor});
 }
 
-gpu::Dispatch softcap(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
-                      float cap) {
+graph::Dispatch softcap(gpu::Device& device, const graph::Region& x, const graph::Region& y, uint32_t n, float cap) {
     if (!(cap > 0.0f)) fail("softcap: a cap of {} (must be positive)", cap);
     return elementwise(device, "softcap", {{x, n}}, y, {.n = n, .b_n = 0, .factor = cap});
 }
 
-gpu::Dispatch glu(gpu::Device& device, Glu kind, const gpu::BufferRange& gate, const gpu::BufferRange& up,
-                  const gpu::BufferRange& y, uint32_t n) {
+graph::Dispatch glu(gpu::Device& device, Glu kind, const graph::Region& gate, const graph::Region& up,
+                    const graph::Region& y, uint32_t n) {
     const char* name = kind == Glu::SwiGlu ? "swiglu" : kind == Glu::GeGlu ? "geglu" : "swiglu_oai";
     return elementwise(device, name, {{gate, n}, {up, n}}, y,
                        {.n = n, .b_n = 0, .factor = 0.0f});

@@ -6,8 +6,8 @@
 
 namespace vkllm::ops {
 
-std::vector<gpu::Dispatch> get_rows(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& ids,
-                                    const gpu::BufferRange& out, uint32_t n_tokens) {
+std::vector<graph::Dispatch> get_rows(gpu::Device& device, const WeightMatrix& weights, const graph::Region& ids,
+                                      const graph::Region& out, uint32_t n_tokens) {
     const std::vector<WeightSegment> segments = weight_segments(weights, "get_rows");
     if (ids.size < uint64_t(n_tokens) * 4 || out.size < uint64_t(n_tokens) * weights.cols * 4)
         fail("get_rows: {} tokens of {} columns need ids of {} bytes and out of {} bytes, got {} and {}", n_tokens,
@@ -15,11 +15,11 @@ std::vector<gpu::Dispatch> get_rows(gpu::Device& device, const WeightMatrix& wei
     const gpu::Pipeline& pipeline = device.pipelines().get(weight_pipeline_name("get_rows", weights.type, false, false),
                                                            {{0, 64}});
     const uint64_t units = uint64_t(n_tokens) * ((weights.cols + weight_unit_elems - 1) / weight_unit_elems);
-    std::vector<gpu::Dispatch> dispatches;
+    std::vector<graph::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
-        gpu::Dispatch& dispatch = dispatches.emplace_back();
+        graph::Dispatch& dispatch = dispatches.emplace_back();
         dispatch.pipeline = &pipeline;
-        dispatch.bindings = {{segment.range, gpu::Access::Read}, {ids, gpu::Access::Read}, {out, gpu::Access::Write}};
+        dispatch.bindings = {{segment.region, gpu::Access::Read}, {ids, gpu::Access::Read}, {out, gpu::Access::Write}};
         dispatch.params(params::GetRowsParams{.n_cols = weights.cols, .n_tokens = n_tokens,
                                               .row_offset = segment.row_offset, .row_count = segment.row_count,
                                               .n_rows = weights.rows});

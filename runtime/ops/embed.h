@@ -4,13 +4,13 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 #include "ops/matvec.h"
 
 namespace vkllm::ops {
 
 // ids: int32 [n_tokens]; out: f32 [n_tokens][weights.cols]. One dispatch per weight segment.
-std::vector<gpu::Dispatch> get_rows(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& ids,
-                                    const gpu::BufferRange& out, uint32_t n_tokens);
+std::vector<graph::Dispatch> get_rows(gpu::Device& device, const WeightMatrix& weights, const graph::Region& ids,
+                                      const graph::Region& out, uint32_t n_tokens);
 
 }  // namespace vkllm::ops

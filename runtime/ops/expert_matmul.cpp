@@ -25,9 +25,9 @@ void check_select(const WeightMatrix& experts, const ExpertRows& select, const c
 
 }  // namespace
 
-std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
-                                     const ExpertInput& input, const gpu::BufferRange& ids, const ExpertOutput& output,
-                                     uint32_t n_slots, std::optional<MatvecConfig> config) {
+std::vector<graph::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
+                                       const ExpertInput& input, const graph::Region& ids, const ExpertOutput& output,
+                                       uint32_t n_slots, std::optional<MatvecConfig> config) {
     const gpu::Capabilities& caps = device.caps();
     check_select(experts, select, "matvec_id");
     const std::vector<WeightSegment> segments = weight_segments(experts, "matvec_id");
@@ -66,11 +66,11 @@ std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& ex
                                 {5, uint32_t(input.glu ? MatvecInput::glu(*input.glu, input.x).kind
                                                        : MatvecInput::Kind::Plain)}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
-    std::vector<gpu::Dispatch> dispatches;
+    std::vector<graph::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
-        gpu::Dispatch& dispatch = dispatches.emplace_back();
+        graph::Dispatch& dispatch = dispatches.emplace_back();
         dispatch.pipeline = &pipeline;
-        dispatch.bindings = {{segment.range, gpu::Access::Read},
+        dispatch.bindings = {{segment.region, gpu::Access::Read},
                              {input.x, gpu::Access::Read},
                              {ids, gpu::Access::Read},
                              {output.y, gpu::Access::Write}};
@@ -89,10 +89,10 @@ std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& ex
     return dispatches;
 }
 
-std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
-                                     const gpu::BufferRange& x, bool x_per_slot, const gpu::BufferRange& counts,
-                                     const gpu::BufferRange& entries, const gpu::BufferRange& y, uint32_t n_tokens,
-                                     uint32_t n_slots, std::optional<MatmulConfig> config) {
+std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
+                                       const graph::Region& x, bool x_per_slot, const graph::Region& counts,
+                                       const graph::Region& entries, const graph::Region& y, uint32_t n_tokens,
+                                       uint32_t n_slots, std::optional<MatmulConfig> config) {
     const gpu::Capabilities& caps = device.caps();
     check_select(experts, select, "matmul_id");
     const std::vector<WeightSegment> segments = weight_segments(experts, "matmul_id");
@@ -130,7 +130,7 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
         fail("matmul_id: {} x {} x {} workgroups exceed the device's dispatch limits", row_groups, token_groups,
              select.n_expert);
     const uint32_t units = (experts.cols + weight_unit_elems - 1) / weight_unit_elems;
-    std::vector<gpu::Dispatch> dispatches;
+    std::vector<graph::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
         // Only the experts with rows in this segment get workgroups.
         const uint32_t expert_begin = segment.row_offset / select.expert_rows;
@@ -138,9 +138,9 @@ std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& ex
         // Each piece of k after the first adds to what the previous ones wrote.
         for (uint32_t unit_begin = 0; unit_begin < units; unit_begin += max_units_per_dispatch) {
             const bool add = unit_begin > 0;
-            gpu::Dispatch& dispatch = dispatches.emplace_back();
+            graph::Dispatch& dispatch = dispatches.emplace_back();
             dispatch.pipeline = &pipeline;
-            dispatch.bindings = {{segment.range, gpu::Access::Read},
+            dispatch.bindings = {{segment.region, gpu::Access::Read},
                                  {x, gpu::Access::Read},
                                  {counts, gpu::Access::Read},
                                  {entries, gpu::Access::Read},

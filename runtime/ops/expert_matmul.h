@@ -27,28 +27,28 @@ struct ExpertRows {
 // slot's x is [gate | up] of 2 * cols floats and the kernel forms act(gate) * up (the activation
 // fused into the down projection).
 struct ExpertInput {
-    gpu::BufferRange x;
+    graph::Region x;
     bool per_slot = false;
     std::optional<Glu> glu;
 };
 // matvec_id's output: slot s's rows at y[s * stride + offset ..] (stride 0: the selected rows), so
 // separate gate and up products can fill the halves of one [gate | up] row per slot.
 struct ExpertOutput {
-    gpu::BufferRange y;
+    graph::Region y;
     uint32_t stride = 0, offset = 0;
 };
 
 // One token: y[s] = W_{ids[s]} in[s] for the n_slots slots; ids uint32 [n_slots].
-std::vector<gpu::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
-                                     const ExpertInput& input, const gpu::BufferRange& ids, const ExpertOutput& output,
-                                     uint32_t n_slots, std::optional<MatvecConfig> config = std::nullopt);
+std::vector<graph::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
+                                       const ExpertInput& input, const graph::Region& ids, const ExpertOutput& output,
+                                       uint32_t n_slots, std::optional<MatvecConfig> config = std::nullopt);
 
 // A chunk grouped by expert (ops::moe_group): for each expert e and each of its count[e] entries
 // (entry = token * n_slots + slot), y[entry] = W_e x[x_per_slot ? entry : token]; y f32
 // [n_tokens * n_slots][rows]. Workgroups past an expert's count exit at once.
-std::vector<gpu::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
-                                     const gpu::BufferRange& x, bool x_per_slot, const gpu::BufferRange& counts,
-                                     const gpu::BufferRange& entries, const gpu::BufferRange& y, uint32_t n_tokens,
-                                     uint32_t n_slots, std::optional<MatmulConfig> config = std::nullopt);
+std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
+                                       const graph::Region& x, bool x_per_slot, const graph::Region& counts,
+                                       const graph::Region& entries, const graph::Region& y, uint32_t n_tokens,
+                                       uint32_t n_slots, std::optional<MatmulConfig> config = std::nullopt);
 
 }  // namespace vkllm::ops

@@ -8,11 +8,11 @@
 
 namespace vkllm::ops {
 
-gpu::Dispatch gelu(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n) {
+graph::Dispatch gelu(gpu::Device& device, const graph::Region& x, const graph::Region& y, uint32_t n) {
     const uint32_t workgroup_size = flat_workgroup_size(device.caps(), 256);
     if (n == 0 || x.size < uint64_t(n) * 4 || y.size < uint64_t(n) * 4)
         fail("gelu: {} elements need {} bytes, the buffers hold {} and {}", n, uint64_t(n) * 4, x.size, y.size);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get("gelu", {{0, workgroup_size}});
     dispatch.bindings = {{x, gpu::Access::Read}, {y, gpu::Access::Write}};
     dispatch.params(params::ElementwiseParams{.n = n, .b_n = 0, .factor = 0.0f});

@@ -3,11 +3,11 @@
 // the Pixtral projector (model-notes.md D.2, D.3).
 #include <cstdint>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 
 namespace vkllm::ops {
 
 // y[i] = gelu_tanh(x[i]) for i < n; y may be x.
-gpu::Dispatch gelu(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n);
+graph::Dispatch gelu(gpu::Device& device, const graph::Region& x, const graph::Region& y, uint32_t n);
 
 }  // namespace vkllm::ops

@@ -8,8 +8,8 @@
 
 namespace vkllm::ops {
 
-gpu::Dispatch kv_write(gpu::Device& device, KvType type, const KvWriteShape& shape, const gpu::BufferRange& rows,
-                       const gpu::BufferRange& slots, const gpu::BufferRange& cache) {
+graph::Dispatch kv_write(gpu::Device& device, KvType type, const KvWriteShape& shape, const graph::Region& rows,
+                         const graph::Region& slots, const graph::Region& cache) {
     constexpr uint32_t workgroup_size = 64;
     const uint32_t stride = shape.src_stride ? shape.src_stride : shape.row_size;
     const uint32_t granularity = type == KvType::Q8_0 ? kv_q8_block : 2;
@@ -20,7 +20,7 @@ gpu::Dispatch kv_write(gpu::Device& device, KvType type, const KvWriteShape& sha
         slots.size < uint64_t(shape.n_tokens) * 4 || cache.size < kv_cache_bytes(type, shape.n_cells, shape.row_size))
         fail("kv_write: buffers too small for {} rows of {} into {} cells", shape.n_tokens, shape.row_size,
              shape.n_cells);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline =
         &device.pipelines().get(type == KvType::Q8_0 ? "kv_write_q8_0" : "kv_write_f16", {{0, workgroup_size}});
     // ReadWrite: a dispatch rewrites only some cells and (q8_0) merges scales into shared words.
@@ -32,10 +32,9 @@ gpu::Dispatch kv_write(gpu::Device& device, KvType type, const KvWriteShape& sha
     return dispatch;
 }
 
-gpu::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvType type, const RopeKvShape& shape,
-                            const gpu::BufferRange& phases, const gpu::BufferRange& positions,
-                            const gpu::BufferRange& slots, const gpu::BufferRange& qkv, const gpu::BufferRange& k_cache,
-                            const gpu::BufferRange& v_cache) {
+graph::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvType type, const RopeKvShape& shape,
+                              const graph::Region& phases, const graph::Region& positions, const graph::Region& slots,
+                              const graph::Region& qkv, const graph::Region& k_cache, const graph::Region& v_cache) {
     constexpr uint32_t workgroup_size = 64;
     const uint32_t unit = type == KvType::Q8_0 ? kv_q8_block : 2;
     const uint32_t q_row = shape.n_head * shape.head_dim, k_row = shape.n_head_kv * shape.head_dim;
@@ -54,7 +53,7 @@ gpu::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvType 
         v_cache.size < kv_cache_bytes(type, shape.n_cells, v_row))
         fail("rope_kv_write: buffers too small for {} tokens of {} + {} + {} values into {} cells", shape.n_tokens,
              q_row, k_row, v_row, shape.n_cells);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get(type == KvType::Q8_0 ? "rope_kv_write_q8_0" : "rope_kv_write_f16",
                                                 {{0, workgroup_size}, {3, rope.mode == RopeMode::Neox ? 1u : 0u}});
     // ReadWrite caches: a dispatch rewrites only some cells and (q8_0) merges scales into shared words.

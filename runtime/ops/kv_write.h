@@ -5,7 +5,7 @@
 // pass replaces RoPE and both cache writes (shaders/rope_kv_write.comp).
 #include <cstdint>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 #include "ops/attention_config.h"
 #include "ops/rope_config.h"
 
@@ -19,8 +19,8 @@ struct KvWriteShape {
 };
 
 // rows: f32; slots: int32 [n_tokens]; cache: kv_cache_bytes(type, n_cells, row_size).
-gpu::Dispatch kv_write(gpu::Device& device, KvType type, const KvWriteShape& shape, const gpu::BufferRange& rows,
-                       const gpu::BufferRange& slots, const gpu::BufferRange& cache);
+graph::Dispatch kv_write(gpu::Device& device, KvType type, const KvWriteShape& shape, const graph::Region& rows,
+                         const graph::Region& slots, const graph::Region& cache);
 
 // qkv rows [n_tokens] of token_stride floats, each q [n_head][head_dim], k [n_head_kv][head_dim],
 // v [n_head_kv][head_dim_v] (then anything up to the stride).
@@ -32,9 +32,8 @@ struct RopeKvShape {
 
 // Rotates q in place, and writes rope(k) and v into cells slots[t] of k_cache and v_cache; phases
 // and positions as ops::rope takes them.
-gpu::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvType type, const RopeKvShape& shape,
-                            const gpu::BufferRange& phases, const gpu::BufferRange& positions,
-                            const gpu::BufferRange& slots, const gpu::BufferRange& qkv, const gpu::BufferRange& k_cache,
-                            const gpu::BufferRange& v_cache);
+graph::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvType type, const RopeKvShape& shape,
+                              const graph::Region& phases, const graph::Region& positions, const graph::Region& slots,
+                              const graph::Region& qkv, const graph::Region& k_cache, const graph::Region& v_cache);
 
 }  // namespace vkllm::ops

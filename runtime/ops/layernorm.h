@@ -3,12 +3,12 @@
 // shaders/layernorm.comp): the SigLIP encoder's norms.
 #include <cstdint>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 
 namespace vkllm::ops {
 
 // x, y: f32 [n_rows][n] (y may be x); weight, bias: f32 [n].
-gpu::Dispatch layernorm(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& weight,
-                        const gpu::BufferRange& bias, const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps);
+graph::Dispatch layernorm(gpu::Device& device, const graph::Region& x, const graph::Region& weight,
+                          const graph::Region& bias, const graph::Region& y, uint32_t n, uint32_t n_rows, float eps);
 
 }  // namespace vkllm::ops

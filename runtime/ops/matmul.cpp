@@ -71,9 +71,9 @@ std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config
     return weight_pipeline_name("matmul", type, config.float16, config.texel_reads);
 }
 
-std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
-                                  const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
-                                  std::optional<MatmulConfig> config) {
+std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                    const graph::Region& y, uint32_t n_tokens, bool accumulate,
+                                    std::optional<MatmulConfig> config) {
     const gpu::Capabilities& caps = device.caps();
     const std::vector<WeightSegment> segments = weight_segments(weights, "matmul");
     if (n_tokens == 0) fail("matmul: no tokens");
@@ -92,7 +92,7 @@ std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weigh
         {{0, workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
     const uint32_t units = (weights.cols + weight_unit_elems - 1) / weight_unit_elems;
-    std::vector<gpu::Dispatch> dispatches;
+    std::vector<graph::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
         const uint32_t row_groups = (segment.row_count + launch.tile_rows - 1) / launch.tile_rows;
         if (row_groups > caps.max_workgroup_count[0] || token_groups > caps.max_workgroup_count[1])
@@ -100,9 +100,9 @@ std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weigh
         // Each piece of k after the first adds to what the previous ones wrote.
         for (uint32_t unit_begin = 0; unit_begin < units; unit_begin += max_units_per_dispatch) {
             const bool add = accumulate || unit_begin > 0;
-            gpu::Dispatch& dispatch = dispatches.emplace_back();
+            graph::Dispatch& dispatch = dispatches.emplace_back();
             dispatch.pipeline = &pipeline;
-            dispatch.bindings = {{segment.range, gpu::Access::Read},
+            dispatch.bindings = {{segment.region, gpu::Access::Read},
                                  {x, gpu::Access::Read},
                                  {y, add ? gpu::Access::ReadWrite : gpu::Access::Write}};
             dispatch.params(params::MatmulParams{

@@ -27,8 +27,8 @@ std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config
 // The dispatches computing y = W x (y += W x with accumulate) for n_tokens vectors: one per weight
 // segment and per 24576 columns (longer rows are summed in pieces, in order, so they must run in
 // order). A config (for tests and benchmarks) replaces the device's default.
-std::vector<gpu::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
-                                  const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
-                                  std::optional<MatmulConfig> config = std::nullopt);
+std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                    const graph::Region& y, uint32_t n_tokens, bool accumulate,
+                                    std::optional<MatmulConfig> config = std::nullopt);
 
 }  // namespace vkllm::ops

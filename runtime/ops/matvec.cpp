@@ -68,29 +68,40 @@ void check_weight_shape(gguf::GgmlType type, uint32_t rows, uint32_t cols, std::
         fail("{}: {} weights with {} columns: the kernels need a multiple of {}", op, name, cols, granularity);
 }
 
-std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::string_view op) {
-    check_weight_shape(weights.type, weights.rows, weights.cols, op);
-    if (!weights.buffer || weights.buffer->empty()) fail("{}: no weight buffer", op);
-    const gpu::Buffer& buffer = *weights.buffer;
-    const uint64_t row_bytes = weight_row_bytes(weights.type, weights.cols);
-    if (buffer.size() < row_bytes * weights.rows)
-        fail("{}: a buffer of {} bytes cannot hold {} rows of {} bytes", op, buffer.size(), weights.rows, row_bytes);
+WeightMatrix weight_matrix(graph::Graph& graph, const std::string& name, gguf::GgmlType type, uint32_t rows,
+                           uint32_t cols, const gpu::Buffer& buffer) {
+    check_weight_shape(type, rows, cols, fmt::format("weight '{}'", name));
+    const uint64_t row_bytes = weight_row_bytes(type, cols);
+    if (buffer.empty() || buffer.size() < row_bytes * rows)
+        fail("weight '{}': a buffer of {} bytes cannot hold {} rows of {} bytes", name, buffer.size(), rows, row_bytes);
     if (buffer.segments().size() > 1 && buffer.segment_size() % row_bytes != 0)
-        fail("{}: weights split every {} bytes, not at a multiple of the {}-byte row", op, buffer.segment_size(),
+        fail("weight '{}': split every {} bytes, not at a multiple of the {}-byte row", name, buffer.segment_size(),
              row_bytes);
-    std::vector<WeightSegment> segments;
-    uint32_t row = 0;
-    for (const gpu::BufferRange& range : buffer.segments()) {
-        if (row == weights.rows) break;
-        WeightSegment& segment = segments.emplace_back();
-        segment.row_offset = row;
-        segment.row_count = uint32_t(std::min<uint64_t>(range.size / row_bytes, weights.rows - row));
+    WeightMatrix matrix{type, rows, cols, {}};
+    const auto& pieces = buffer.segments();
+    for (size_t k = 0; k < pieces.size(); ++k) {
         // The kernels read whole 32-bit words; the allocator aligns every piece to at least 64 bytes,
         // so the word holding a segment's last byte is always allocated.
-        segment.range = range;
-        segment.range.size = (range.size + 3) / 4 * 4;
-        row += segment.row_count;
+        gpu::BufferRange words = pieces[k];
+        words.size = (words.size + 3) / 4 * 4;
+        matrix.segments.push_back(graph.persistent(pieces.size() == 1 ? name : fmt::format("{}.{}", name, k), words));
     }
+    return matrix;
+}
+
+std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::string_view op) {
+    check_weight_shape(weights.type, weights.rows, weights.cols, op);
+    if (weights.segments.empty()) fail("{}: no weight buffer", op);
+    const uint64_t row_bytes = weight_row_bytes(weights.type, weights.cols);
+    std::vector<WeightSegment> segments;
+    uint32_t row = 0;
+    for (const graph::Region& region : weights.segments) {
+        if (row == weights.rows) break;
+        const auto row_count = uint32_t(std::min<uint64_t>(region.size / row_bytes, weights.rows - row));
+        segments.push_back({region, row, row_count});
+        row += row_count;
+    }
+    if (row < weights.rows) fail("{}: weight segments of {} rows, {} needed", op, row, weights.rows);
     return segments;
 }
 
@@ -146,16 +157,16 @@ std::string matvec_pipeline_name(gguf::GgmlType type, const MatvecConfig& config
     return weight_pipeline_name("matvec", type, config.float16, config.texel_reads);
 }
 
-std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
-                                  const gpu::BufferRange& y, bool accumulate, std::optional<MatvecConfig> config) {
+std::vector<graph::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                    const graph::Region& y, bool accumulate, std::optional<MatvecConfig> config) {
     return matvec(device, weights, MatvecInput::plain(x), y, accumulate, config);
 }
 
 namespace {
 
-std::vector<gpu::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
-                                         const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
-                                         std::optional<MatvecConfig> config) {
+std::vector<graph::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
+                                           const graph::Region& y, uint32_t n_tokens, bool accumulate,
+                                           std::optional<MatvecConfig> config) {
     using Kind = MatvecInput::Kind;
     const gpu::Capabilities& caps = device.caps();
     const std::vector<WeightSegment> segments = weight_segments(weights, "matvec");
@@ -179,12 +190,12 @@ std::vector<gpu::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatrix
         {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team},
          {5, uint32_t(input.kind)}, {6, norm_by_workgroup(caps, input, weights.cols)}, {7, n_tokens}});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
-    std::vector<gpu::Dispatch> dispatches;
+    std::vector<graph::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
-        gpu::Dispatch& dispatch = dispatches.emplace_back();
+        graph::Dispatch& dispatch = dispatches.emplace_back();
         dispatch.pipeline = &pipeline;
         // Binding 3 is read only for an RMSNorm input; the others bind x there again.
-        dispatch.bindings = {{segment.range, gpu::Access::Read},
+        dispatch.bindings = {{segment.region, gpu::Access::Read},
                              {input.x, gpu::Access::Read},
                              {y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write},
                              {input.norm_weight.value_or(input.x), gpu::Access::Read}};
@@ -198,14 +209,14 @@ std::vector<gpu::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatrix
 
 }  // namespace
 
-std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
-                                  const gpu::BufferRange& y, bool accumulate, std::optional<MatvecConfig> config) {
+std::vector<graph::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
+                                    const graph::Region& y, bool accumulate, std::optional<MatvecConfig> config) {
     return matvec_tokens(device, weights, input, y, 1, accumulate, config);
 }
 
-std::vector<gpu::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
-                                        const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
-                                        std::optional<MatvecConfig> config) {
+std::vector<graph::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                          const graph::Region& y, uint32_t n_tokens, bool accumulate,
+                                          std::optional<MatvecConfig> config) {
     return matvec_tokens(device, weights, MatvecInput::plain(x), y, n_tokens, accumulate, config);
 }
 

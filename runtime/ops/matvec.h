@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "gguf/types.h"
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 #include "ops/elementwise.h"
 
 namespace vkllm::gpu {
@@ -21,17 +21,21 @@ class Device;
 
 namespace vkllm::ops {
 
-// A weight matrix on the GPU in ggml order (ne = {cols, rows}): `rows` rows of `cols` elements in
+// A weight matrix in a graph, in ggml order (ne = {cols, rows}): `rows` rows of `cols` elements in
 // the blocks of `type`. A buffer larger than one binding is split at row granularity
-// (weight_row_bytes); each segment becomes one dispatch.
+// (weight_row_bytes); each segment is a persistent region of the graph and becomes one dispatch.
 struct WeightMatrix {
     gguf::GgmlType type = gguf::GgmlType::F32;
     uint32_t rows = 0, cols = 0;
-    const gpu::Buffer* buffer = nullptr;
+    std::vector<graph::Region> segments;
 };
 
 // Bytes of one row of the matrix: the split granularity to create its buffer with.
 uint64_t weight_row_bytes(gguf::GgmlType type, uint32_t cols);
+// The matrix `buffer` holds, its segments declared in `graph` as persistent resources named after it;
+// throws vkllm::Error naming it where the buffer cannot hold the rows or splits inside a row.
+WeightMatrix weight_matrix(graph::Graph& graph, const std::string& name, gguf::GgmlType type, uint32_t rows,
+                           uint32_t cols, const gpu::Buffer& buffer);
 // Throws vkllm::Error naming `op` when the kernels cannot take a weight of this type and shape:
 // the type must be one vkllm runs, cols a multiple of its block (of 4 for F32, F16 and BF16).
 void check_weight_shape(gguf::GgmlType type, uint32_t rows, uint32_t cols, std::string_view op);
@@ -40,10 +44,10 @@ void check_weight_shape(gguf::GgmlType type, uint32_t rows, uint32_t cols, std::
 constexpr uint32_t weight_unit_elems = 32;  // UNIT_ELEMS in shaders/dequant_common.glsl
 // One segment of a weight buffer as a dispatch binds it: rows row_offset .. row_offset + row_count - 1.
 struct WeightSegment {
-    gpu::BufferRange range;
+    graph::Region region;
     uint32_t row_offset = 0, row_count = 0;
 };
-// The segments holding the matrix's rows; throws vkllm::Error naming `op` for a bad shape or buffer.
+// The segments holding the matrix's rows; throws vkllm::Error naming `op` for a bad shape.
 std::vector<WeightSegment> weight_segments(const WeightMatrix& weights, std::string_view op);
 bool has_f16_variant(gguf::GgmlType type);  // gguf/weight_types.def: fp16_kernels
 // "matvec_q4_k", "matmul_f16_f16_texel": the op, the weight type, then _f16 for the fp16 variant and
@@ -70,17 +74,17 @@ std::string matvec_pipeline_name(gguf::GgmlType type, const MatvecConfig& config
 struct MatvecInput {
     enum class Kind : uint32_t { Plain, RmsNorm, SwiGlu, GeGlu, SwiGluOai };  // INPUT_* in shaders/matvec_body.glsl
     Kind kind = Kind::Plain;
-    gpu::BufferRange x;  // Plain, RmsNorm: cols floats; SwiGlu, GeGlu: [gate | up], 2 * cols floats
-    std::optional<gpu::BufferRange> norm_weight;  // RmsNorm: f32 [cols]
+    graph::Region x;  // Plain, RmsNorm: cols floats; SwiGlu, GeGlu: [gate | up], 2 * cols floats
+    std::optional<graph::Region> norm_weight;     // RmsNorm: f32 [cols]
     float eps = 0;                                // RmsNorm
 
-    static MatvecInput plain(const gpu::BufferRange& x) { return {.x = x}; }
+    static MatvecInput plain(const graph::Region& x) { return {.x = x}; }
     // x / sqrt(mean(x^2) + eps) * weight: the RMSNorm before a projection.
-    static MatvecInput rms_norm(const gpu::BufferRange& x, const gpu::BufferRange& weight, float eps) {
+    static MatvecInput rms_norm(const graph::Region& x, const graph::Region& weight, float eps) {
         return {.kind = Kind::RmsNorm, .x = x, .norm_weight = weight, .eps = eps};
     }
     // act(gate) * up with gate_up = [gate | up]: the GLU before a down projection.
-    static MatvecInput glu(Glu activation, const gpu::BufferRange& gate_up) {
+    static MatvecInput glu(Glu activation, const graph::Region& gate_up) {
         const Kind kind = activation == Glu::SwiGlu ? Kind::SwiGlu : activation == Glu::GeGlu ? Kind::GeGlu : Kind::SwiGluOai;
         return {.kind = kind, .x = gate_up};
     }
@@ -89,21 +93,21 @@ struct MatvecInput {
 // One dispatch per weight segment computing y = W in (y += W in with accumulate) for the input
 // formed from x; y holds rows floats. A config (for tests and benchmarks) replaces the device's
 // default; its threads_per_row is still raised where a row would loop past lavapipe's cap.
-std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
-                                  const gpu::BufferRange& y, bool accumulate,
-                                  std::optional<MatvecConfig> config = std::nullopt);
+std::vector<graph::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
+                                    const graph::Region& y, bool accumulate,
+                                    std::optional<MatvecConfig> config = std::nullopt);
 // y = W x (y += W x with accumulate) for x of cols floats.
-std::vector<gpu::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
-                                  const gpu::BufferRange& y, bool accumulate,
-                                  std::optional<MatvecConfig> config = std::nullopt);
+std::vector<graph::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                    const graph::Region& y, bool accumulate,
+                                    std::optional<MatvecConfig> config = std::nullopt);
 
 // Y = W X (Y += W X with accumulate) for a small batch: x [n_tokens][cols], y [n_tokens][rows], n_tokens
 // from 1 to matvec_max_tokens. Each unit of weights is decoded once for all the tokens, so the
 // weights are read once per batch (the server's decode step, short prompts); matmul takes more.
 constexpr uint32_t matvec_max_tokens = 8;  // MAX_TOKENS in shaders/matvec_body.glsl
-std::vector<gpu::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const gpu::BufferRange& x,
-                                        const gpu::BufferRange& y, uint32_t n_tokens, bool accumulate,
-                                        std::optional<MatvecConfig> config = std::nullopt);
+std::vector<graph::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                          const graph::Region& y, uint32_t n_tokens, bool accumulate,
+                                          std::optional<MatvecConfig> config = std::nullopt);
 
 // Whether a GLU input, whose activations every row team recomputes, costs less than the activation
 // pass it saves: on GPUs always; on CPU devices, where each lane recomputes all `cols` of them, only

@@ -19,9 +19,8 @@ uint64_t extent(HeadLayout layout, uint32_t n_tokens, uint32_t n_head, uint32_t 
 
 }  // namespace
 
-gpu::Dispatch matvec_heads(gpu::Device& device, const WeightMatrix& weights, uint32_t n_head, uint32_t n_tokens,
-                           const gpu::BufferRange& x, HeadLayout x_layout, const gpu::BufferRange& y,
-                           HeadLayout y_layout) {
+graph::Dispatch matvec_heads(gpu::Device& device, const WeightMatrix& weights, uint32_t n_head, uint32_t n_tokens,
+                             const graph::Region& x, HeadLayout x_layout, const graph::Region& y, HeadLayout y_layout) {
     if (n_head == 0 || n_tokens == 0 || weights.rows % n_head != 0)
         fail("matvec_heads: {} weight rows cannot be split over {} heads", weights.rows, n_head);
     const uint32_t rows = weights.rows / n_head;
@@ -39,10 +38,10 @@ gpu::Dispatch matvec_heads(gpu::Device& device, const WeightMatrix& weights, uin
     if (n_head > caps.max_workgroup_count[1] || n_tokens > caps.max_workgroup_count[2])
         fail("matvec_heads: {} heads of {} tokens exceed the device's grid", n_head, n_tokens);
 
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get(weight_pipeline_name("matvec_heads", weights.type, false, caps.texel_reads()),
                                                 {{0, workgroup_size}});
-    dispatch.bindings = {{segments[0].range, gpu::Access::Read}, {x, gpu::Access::Read}, {y, gpu::Access::Write}};
+    dispatch.bindings = {{segments[0].region, gpu::Access::Read}, {x, gpu::Access::Read}, {y, gpu::Access::Write}};
     dispatch.params(params::MatvecHeadsParams{weights.cols, rows, x_layout.stride, x_layout.offset,
                                               x_layout.head_stride, y_layout.stride, y_layout.offset,
                                               y_layout.head_stride});

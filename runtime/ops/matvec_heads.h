@@ -5,7 +5,7 @@
 // no-RoPE query into the latent space, attn_v_b brings each head's latent output back.
 #include <cstdint>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 #include "ops/matvec.h"
 
 namespace vkllm::ops {
@@ -19,8 +19,7 @@ struct HeadLayout {
 
 // y[t][h][r] = sum_c W[h][r][c] * x[t][h][c] for t < n_tokens, h < n_head, r < rows: weights holds
 // n_head * rows rows of cols values (one buffer segment); x's layout multiples of 4 floats.
-gpu::Dispatch matvec_heads(gpu::Device& device, const WeightMatrix& weights, uint32_t n_head, uint32_t n_tokens,
-                           const gpu::BufferRange& x, HeadLayout x_layout, const gpu::BufferRange& y,
-                           HeadLayout y_layout);
+graph::Dispatch matvec_heads(gpu::Device& device, const WeightMatrix& weights, uint32_t n_head, uint32_t n_tokens,
+                             const graph::Region& x, HeadLayout x_layout, const graph::Region& y, HeadLayout y_layout);
 
 }  // namespace vkllm::ops

@@ -34,9 +34,9 @@ void check_moe_routing(const MoeRouting& r, const char* what) {
     }
 }
 
-gpu::Dispatch moe_route(gpu::Device& device, const MoeRouting& routing, const gpu::BufferRange& logits,
-                        const gpu::BufferRange& bias, const gpu::BufferRange& ids, const gpu::BufferRange& weights,
-                        uint32_t n_tokens) {
+graph::Dispatch moe_route(gpu::Device& device, const MoeRouting& routing, const graph::Region& logits,
+                          const graph::Region& bias, const graph::Region& ids, const graph::Region& weights,
+                          uint32_t n_tokens) {
     check_moe_routing(routing, "moe_route");
     const uint64_t out_bytes = uint64_t(n_tokens) * routing.n_expert_used * 4;
     const bool has_bias = bias.size != 0;
@@ -46,7 +46,7 @@ gpu::Dispatch moe_route(gpu::Device& device, const MoeRouting& routing, const gp
              routing.n_expert_used);
     if (n_tokens > device.caps().max_workgroup_count[0])
         fail("moe_route: {} tokens exceed the device's dispatch limit", n_tokens);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get("moe_route", {{0, route_workgroup_size}});
     // Without a bias the logits stand in for the binding; the kernel does not read it.
     dispatch.bindings = {{logits, gpu::Access::Read},
@@ -69,12 +69,12 @@ gpu::Dispatch moe_route(gpu::Device& device, const MoeRouting& routing, const gp
 
 uint64_t moe_group_entries_bytes(uint32_t n_expert, uint32_t n_tokens) { return uint64_t(n_expert) * n_tokens * 4; }
 
-gpu::Dispatch moe_group(gpu::Device& device, const gpu::BufferRange& ids, const gpu::BufferRange& counts,
-                        const gpu::BufferRange& entries, uint32_t n_expert, uint32_t n_expert_used, uint32_t n_tokens) {
+graph::Dispatch moe_group(gpu::Device& device, const graph::Region& ids, const graph::Region& counts,
+                          const graph::Region& entries, uint32_t n_expert, uint32_t n_expert_used, uint32_t n_tokens) {
     if (n_expert == 0 || n_expert_used == 0 || n_tokens == 0 || ids.size < uint64_t(n_tokens) * n_expert_used * 4 ||
         counts.size < uint64_t(n_expert) * 4 || entries.size < moe_group_entries_bytes(n_expert, n_tokens))
         fail("moe_group: buffers too small for {} tokens, {} experts, {} used", n_tokens, n_expert, n_expert_used);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get("moe_group", {{0, group_workgroup_size}});
     dispatch.bindings = {{ids, gpu::Access::Read}, {counts, gpu::Access::Write}, {entries, gpu::Access::Write}};
     dispatch.params(params::MoeGroupParams{.n_expert = n_expert, .n_expert_used = n_expert_used, .n_tokens = n_tokens});
@@ -82,9 +82,9 @@ gpu::Dispatch moe_group(gpu::Device& device, const gpu::BufferRange& ids, const 
     return dispatch;
 }
 
-gpu::Dispatch moe_combine(gpu::Device& device, const gpu::BufferRange& y, const gpu::BufferRange& weights,
-                          const gpu::BufferRange& shared, const gpu::BufferRange& x, uint32_t n, uint32_t n_expert_used,
-                          uint32_t n_tokens) {
+graph::Dispatch moe_combine(gpu::Device& device, const graph::Region& y, const graph::Region& weights,
+                            const graph::Region& shared, const graph::Region& x, uint32_t n, uint32_t n_expert_used,
+                            uint32_t n_tokens) {
     const uint64_t rows = uint64_t(n_tokens) * n;
     const bool has_shared = shared.size != 0;
     if (n == 0 || n_expert_used == 0 || n_tokens == 0 || y.size < rows * n_expert_used * 4 ||
@@ -93,7 +93,7 @@ gpu::Dispatch moe_combine(gpu::Device& device, const gpu::BufferRange& y, const 
         fail("moe_combine: buffers too small for {} tokens of {} values, {} experts used", n_tokens, n, n_expert_used);
     if (n_tokens > device.caps().max_workgroup_count[1])
         fail("moe_combine: {} tokens exceed the device's dispatch limit", n_tokens);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get("moe_combine", {{0, combine_workgroup_size}});
     // Without a shared expert the weights stand in for its binding; the kernel does not read it.
     dispatch.bindings = {{y, gpu::Access::Read},

@@ -6,7 +6,7 @@
 // the weighted sum of the experts' outputs added to the residual.
 #include <cstdint>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 
 namespace vkllm::ops {
 
@@ -27,24 +27,24 @@ struct MoeRouting {
 // Throws vkllm::Error for counts the kernels cannot take (naming `what`, e.g. a tensor or layer).
 void check_moe_routing(const MoeRouting& routing, const char* what);
 
-// logits: f32 [n_tokens][n_expert]; bias: f32 [n_expert] or an empty range for none;
+// logits: f32 [n_tokens][n_expert]; bias: f32 [n_expert] or the empty Region{} for none;
 // ids: uint32 [n_tokens][n_expert_used] (selection order, best first); weights: f32, same shape.
-gpu::Dispatch moe_route(gpu::Device& device, const MoeRouting& routing, const gpu::BufferRange& logits,
-                        const gpu::BufferRange& bias, const gpu::BufferRange& ids, const gpu::BufferRange& weights,
-                        uint32_t n_tokens);
+graph::Dispatch moe_route(gpu::Device& device, const MoeRouting& routing, const graph::Region& logits,
+                          const graph::Region& bias, const graph::Region& ids, const graph::Region& weights,
+                          uint32_t n_tokens);
 
 // The (token, slot) entries of each expert for a chunk: counts uint32 [n_expert]; entries uint32
 // [n_expert][n_tokens], entry = token * n_expert_used + slot, in token order. One workgroup per
 // expert, so the lists do not depend on scheduling.
 uint64_t moe_group_entries_bytes(uint32_t n_expert, uint32_t n_tokens);
-gpu::Dispatch moe_group(gpu::Device& device, const gpu::BufferRange& ids, const gpu::BufferRange& counts,
-                        const gpu::BufferRange& entries, uint32_t n_expert, uint32_t n_expert_used, uint32_t n_tokens);
+graph::Dispatch moe_group(gpu::Device& device, const graph::Region& ids, const graph::Region& counts,
+                          const graph::Region& entries, uint32_t n_expert, uint32_t n_expert_used, uint32_t n_tokens);
 
 // x[t] += sum over slots s in order of weights[t][s] * y[t][s] (+ shared[t] when given, after the
 // routed sum, as llama.cpp adds the shared expert); y: f32 [n_tokens][n_expert_used][n],
-// shared: f32 [n_tokens][n] or an empty range.
-gpu::Dispatch moe_combine(gpu::Device& device, const gpu::BufferRange& y, const gpu::BufferRange& weights,
-                          const gpu::BufferRange& shared, const gpu::BufferRange& x, uint32_t n,
-                          uint32_t n_expert_used, uint32_t n_tokens);
+// shared: f32 [n_tokens][n] or the empty Region{}.
+graph::Dispatch moe_combine(gpu::Device& device, const graph::Region& y, const graph::Region& weights,
+                            const graph::Region& shared, const graph::Region& x, uint32_t n, uint32_t n_expert_used,
+                            uint32_t n_tokens);
 
 }  // namespace vkllm::ops

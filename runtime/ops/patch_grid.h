@@ -3,7 +3,7 @@
 // (shaders/patch_grid.comp; model-notes.md D.2, D.3).
 #include <cstdint>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 
 namespace vkllm::ops {
 
@@ -12,14 +12,14 @@ struct PatchGrid {
 };
 
 // Gemma 3's k x k average pool (ggml_pool_2d AVG, stride k): out [ny/k][nx/k][n_embd].
-gpu::Dispatch avg_pool_2d(gpu::Device& device, PatchGrid grid, uint32_t k, const gpu::BufferRange& in,
-                          const gpu::BufferRange& out);
+graph::Dispatch avg_pool_2d(gpu::Device& device, PatchGrid grid, uint32_t k, const graph::Region& in,
+                            const graph::Region& out);
 // Pixtral's patch merger gather: out [ny/k][nx/k][n_embd * k * k], element c*k*k + ky*k + kx of a
 // merged token taken from patch (ox*k + kx, oy*k + ky) (torch unfold order).
-gpu::Dispatch patch_merge(gpu::Device& device, PatchGrid grid, uint32_t k, const gpu::BufferRange& in,
-                          const gpu::BufferRange& out);
+graph::Dispatch patch_merge(gpu::Device& device, PatchGrid grid, uint32_t k, const graph::Region& in,
+                            const graph::Region& out);
 // The grid's rows with row_break [n_embd] between them: out [ny * (nx + 1) - 1][n_embd].
-gpu::Dispatch row_breaks(gpu::Device& device, PatchGrid grid, const gpu::BufferRange& in,
-                         const gpu::BufferRange& row_break, const gpu::BufferRange& out);
+graph::Dispatch row_breaks(gpu::Device& device, PatchGrid grid, const graph::Region& in, const graph::Region& row_break,
+                           const graph::Region& out);
 
 }  // namespace vkllm::ops

@@ -17,8 +17,8 @@ uint32_t row_workgroup_size(const gpu::Capabilities& caps, uint32_t n) {
     return flat_workgroup_size(caps, std::clamp(std::bit_ceil((n + 3) / 4), 64u, 256u));
 }
 
-gpu::Dispatch rmsnorm(gpu::Device& device, const gpu::BufferRange& x, std::optional<gpu::BufferRange> weight,
-                      const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps) {
+graph::Dispatch rmsnorm(gpu::Device& device, const graph::Region& x, std::optional<graph::Region> weight,
+                        const graph::Region& y, uint32_t n, uint32_t n_rows, float eps) {
     return rmsnorm_grouped(device, x, weight, y, n, n_rows, eps, n_rows, n_rows * n);
 }
 
@@ -26,9 +26,9 @@ namespace {
 
 // The one rmsnorm.comp dispatch behind every op here: `weights` bound first (none, one, or the first
 // and the rest of each group's rows), then x and y.
-gpu::Dispatch norm_rows(gpu::Device& device, std::string_view pipeline, std::vector<gpu::BufferRange> weights,
-                        const gpu::BufferRange& x, const gpu::BufferRange& y, bool accumulate,
-                        const params::RmsNormParams& params) {
+graph::Dispatch norm_rows(gpu::Device& device, std::string_view pipeline, std::vector<graph::Region> weights,
+                          const graph::Region& x, const graph::Region& y, bool accumulate,
+                          const params::RmsNormParams& params) {
     const uint32_t n = params.n, n_rows = params.n_rows, rows_per_group = params.rows_per_group;
     if (n_rows == 0 || rows_per_group == 0 || params.group_stride < uint64_t(rows_per_group) * n)
         fail("rmsnorm: groups of {} rows of {} cannot lie {} floats apart", rows_per_group, n, params.group_stride);
@@ -38,9 +38,9 @@ gpu::Dispatch norm_rows(gpu::Device& device, std::string_view pipeline, std::vec
     if (n == 0 || x.size < bytes || y.size < bytes || !weights_fit)
         fail("rmsnorm: {} rows of {} need x and y of {} bytes and weights of {}, got {} and {}", n_rows, n, bytes,
              n * 4, x.size, y.size);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get(pipeline, {{0, row_workgroup_size(device.caps(), n)}});
-    for (const gpu::BufferRange& weight : weights) dispatch.bindings.push_back({weight, gpu::Access::Read});
+    for (const graph::Region& weight : weights) dispatch.bindings.push_back({weight, gpu::Access::Read});
     dispatch.bindings.push_back({x, gpu::Access::Read});
     dispatch.bindings.push_back({y, accumulate ? gpu::Access::ReadWrite : gpu::Access::Write});
     dispatch.params(params);
@@ -50,26 +50,25 @@ gpu::Dispatch norm_rows(gpu::Device& device, std::string_view pipeline, std::vec
 
 }  // namespace
 
-gpu::Dispatch rmsnorm_grouped(gpu::Device& device, const gpu::BufferRange& x, std::optional<gpu::BufferRange> weight,
-                              const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps,
-                              uint32_t rows_per_group, uint32_t group_stride) {
-    std::vector<gpu::BufferRange> weights;
+graph::Dispatch rmsnorm_grouped(gpu::Device& device, const graph::Region& x, std::optional<graph::Region> weight,
+                                const graph::Region& y, uint32_t n, uint32_t n_rows, float eps, uint32_t rows_per_group,
+                                uint32_t group_stride) {
+    std::vector<graph::Region> weights;
     if (weight) weights.push_back(*weight);
     return norm_rows(device, weight ? "rmsnorm_mul" : "rmsnorm", weights, x, y, false,
                      {.n = n, .n_rows = n_rows, .eps = eps, .rows_per_group = rows_per_group, .group_stride = group_stride});
 }
 
-gpu::Dispatch rmsnorm_add(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& weight,
-                          const gpu::BufferRange& y, uint32_t n, uint32_t n_rows, float eps) {
-    if (x.buffer == y.buffer && x.offset < y.offset + y.size && y.offset < x.offset + x.size)
-        fail("rmsnorm_add: x and y overlap");
+graph::Dispatch rmsnorm_add(gpu::Device& device, const graph::Region& x, const graph::Region& weight,
+                            const graph::Region& y, uint32_t n, uint32_t n_rows, float eps) {
+    if (x.overlaps(y)) fail("rmsnorm_add: x and y overlap");
     return norm_rows(device, "rmsnorm_mul_add", {weight}, x, y, true,
                      {.n = n, .n_rows = n_rows, .eps = eps, .rows_per_group = n_rows, .group_stride = n_rows * n});
 }
 
-gpu::Dispatch rmsnorm_qk_heads(gpu::Device& device, const gpu::BufferRange& qkv, const gpu::BufferRange& q_weight,
-                               const gpu::BufferRange& k_weight, uint32_t head_dim, uint32_t n_head,
-                               uint32_t n_head_kv, uint32_t n_tokens, uint32_t qkv_stride, float eps) {
+graph::Dispatch rmsnorm_qk_heads(gpu::Device& device, const graph::Region& qkv, const graph::Region& q_weight,
+                                 const graph::Region& k_weight, uint32_t head_dim, uint32_t n_head, uint32_t n_head_kv,
+                                 uint32_t n_tokens, uint32_t qkv_stride, float eps) {
     const uint32_t heads = n_head + n_head_kv;
     return norm_rows(device, "rmsnorm_mul2", {q_weight, k_weight}, qkv, qkv, false,
                      {.n = head_dim, .n_rows = n_tokens * heads, .eps = eps, .rows_per_group = heads,

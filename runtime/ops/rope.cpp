@@ -56,15 +56,15 @@ float rope_mscale(const RopeConfig& config) {
     return float(config.attn_factor * (1.0 + 0.1 * std::log(1.0 / config.freq_scale)));
 }
 
-gpu::Dispatch rope(gpu::Device& device, const RopeConfig& config, const RopeShape& shape,
-                   const gpu::BufferRange& phases, const gpu::BufferRange& positions, const gpu::BufferRange& x) {
+graph::Dispatch rope(gpu::Device& device, const RopeConfig& config, const RopeShape& shape, const graph::Region& phases,
+                     const graph::Region& positions, const graph::Region& x) {
     check_config(config, shape.head_dim);
     const uint32_t stride = shape.token_stride ? shape.token_stride : shape.n_head * shape.head_dim;
     if (stride < shape.n_head * shape.head_dim) fail("rope: tokens {} floats apart hold fewer than their heads", stride);
     if (phases.size < uint64_t(config.n_dims) * 4 || positions.size < uint64_t(shape.n_tokens) * 4 ||
         x.size < (uint64_t(shape.n_tokens) - 1) * stride * 4 + uint64_t(shape.n_head) * shape.head_dim * 4)
         fail("rope: buffers too small for {} tokens of {} heads of {}", shape.n_tokens, shape.n_head, shape.head_dim);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     const uint32_t workgroup_size = flat_workgroup_size(device.caps(), preferred_workgroup_size);
     dispatch.pipeline =
         &device.pipelines().get("rope", {{0, workgroup_size}, {3, config.mode == RopeMode::Neox ? 1u : 0u}});
@@ -77,12 +77,12 @@ gpu::Dispatch rope(gpu::Device& device, const RopeConfig& config, const RopeShap
     return dispatch;
 }
 
-gpu::Dispatch attn_temp(gpu::Device& device, const gpu::BufferRange& positions, const gpu::BufferRange& x,
-                        uint32_t n_tokens, uint32_t row, float beta, uint32_t floor_length) {
+graph::Dispatch attn_temp(gpu::Device& device, const graph::Region& positions, const graph::Region& x,
+                          uint32_t n_tokens, uint32_t row, float beta, uint32_t floor_length) {
     if (floor_length == 0) fail("attn_temp: a zero temperature length");
     if (positions.size < uint64_t(n_tokens) * 4 || x.size < uint64_t(n_tokens) * row * 4)
         fail("attn_temp: buffers too small for {} tokens of {}", n_tokens, row);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     const uint32_t workgroup_size = flat_workgroup_size(device.caps(), preferred_workgroup_size);
     dispatch.pipeline = &device.pipelines().get("attn_temp", {{0, workgroup_size}});
     dispatch.bindings = {{positions, gpu::Access::Read}, {x, gpu::Access::ReadWrite}};

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 #include "ops/rope_config.h"
 
 namespace vkllm::ops {
@@ -23,11 +23,11 @@ struct RopeShape {
 
 // x: f32 tokens of token_stride floats starting with n_head heads of head_dim; phases: the table
 // above, uploaded; positions: int32 [n_tokens].
-gpu::Dispatch rope(gpu::Device& device, const RopeConfig& config, const RopeShape& shape,
-                   const gpu::BufferRange& phases, const gpu::BufferRange& positions, const gpu::BufferRange& x);
+graph::Dispatch rope(gpu::Device& device, const RopeConfig& config, const RopeShape& shape, const graph::Region& phases,
+                     const graph::Region& positions, const graph::Region& x);
 
 // x [n_tokens][row] *= 1 + beta * ln(1 + floor(positions[t] / floor_length)).
-gpu::Dispatch attn_temp(gpu::Device& device, const gpu::BufferRange& positions, const gpu::BufferRange& x,
-                        uint32_t n_tokens, uint32_t row, float beta, uint32_t floor_length);
+graph::Dispatch attn_temp(gpu::Device& device, const graph::Region& positions, const graph::Region& x,
+                          uint32_t n_tokens, uint32_t row, float beta, uint32_t floor_length);
 
 }  // namespace vkllm::ops

@@ -8,12 +8,12 @@
 
 namespace vkllm::ops {
 
-gpu::Dispatch softmax(gpu::Device& device, const gpu::BufferRange& x, const gpu::BufferRange& y, uint32_t n,
-                      uint32_t n_rows, float scale) {
+graph::Dispatch softmax(gpu::Device& device, const graph::Region& x, const graph::Region& y, uint32_t n,
+                        uint32_t n_rows, float scale) {
     const uint64_t bytes = uint64_t(n) * n_rows * 4;
     if (n == 0 || x.size < bytes || y.size < bytes)
         fail("softmax: {} rows of {} need {} bytes, got x of {} and y of {}", n_rows, n, bytes, x.size, y.size);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get("softmax", {{0, row_workgroup_size(device.caps(), n)}});
     dispatch.bindings = {{x, gpu::Access::Read}, {y, gpu::Access::Write}};
     dispatch.params(params::SoftmaxParams{.n = n, .n_rows = n_rows, .scale = scale});

@@ -66,15 +66,15 @@ uint32_t msa_selected(const MsaConfig& config, uint32_t n_cells) {
     return std::min(config.top_k, msa_blocks(config, n_cells));
 }
 
-gpu::Dispatch msa_key_write(gpu::Device& device, const MsaConfig& config, uint32_t n_tokens, uint32_t src_stride,
-                            uint32_t n_cells, const gpu::BufferRange& rows, const gpu::BufferRange& slots,
-                            const gpu::BufferRange& cache) {
+graph::Dispatch msa_key_write(gpu::Device& device, const MsaConfig& config, uint32_t n_tokens, uint32_t src_stride,
+                              uint32_t n_cells, const graph::Region& rows, const graph::Region& slots,
+                              const graph::Region& cache) {
     check_config(config, "msa_key_write");
     const uint32_t row = config.index_dim, stride = src_stride ? src_stride : row;
     if (n_tokens == 0 || stride < row || rows.size < (uint64_t(n_tokens) - 1) * stride * 4 + uint64_t(row) * 4 ||
         slots.size < uint64_t(n_tokens) * 4 || cache.size < uint64_t(n_cells) * row * 4)
         fail("msa_key_write: buffers too small for {} keys of {} ({} apart) into {} cells", n_tokens, row, stride, n_cells);
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get("msa_key_write", {{0, key_write_workgroup}});
     // ReadWrite: a dispatch rewrites only some cells.
     dispatch.bindings = {{rows, gpu::Access::Read}, {slots, gpu::Access::Read}, {cache, gpu::Access::ReadWrite}};
@@ -88,10 +88,10 @@ uint64_t msa_select_scratch_bytes(const MsaConfig& config, const MsaShape& shape
     return score_bytes(config, shape) + selection_shape(config, shape).scratch_bytes();
 }
 
-std::vector<gpu::Dispatch> msa_select(gpu::Device& device, const MsaConfig& config, const MsaShape& shape,
-                                      const gpu::BufferRange& index_q, const gpu::BufferRange& key_cache,
-                                      const gpu::BufferRange& positions, const MsaSelection& selection,
-                                      const gpu::BufferRange& scratch) {
+std::vector<graph::Dispatch> msa_select(gpu::Device& device, const MsaConfig& config, const MsaShape& shape,
+                                        const graph::Region& index_q, const graph::Region& key_cache,
+                                        const graph::Region& positions, const MsaSelection& selection,
+                                        const graph::Region& scratch) {
     check_config(config, "msa_select");
     const uint32_t q_row = config.n_index_head * config.index_dim;
     const uint32_t q_stride = shape.q_stride ? shape.q_stride : q_row;
@@ -111,8 +111,8 @@ std::vector<gpu::Dispatch> msa_select(gpu::Device& device, const MsaConfig& conf
         scratch.size < msa_select_scratch_bytes(config, shape))
         fail("msa_select: buffers too small for {} tokens over {} cells", shape.n_tokens, shape.n_cells);
 
-    const gpu::BufferRange scores = scratch.sub(0, score_bytes(config, shape));
-    gpu::Dispatch score;
+    const graph::Region scores = scratch.sub(0, score_bytes(config, shape));
+    graph::Dispatch score;
     score.pipeline = &device.pipelines().get(
         "msa_block_scores", {{0, score_workgroup}, {1, config.index_dim}, {2, config.n_index_head}});
     score.bindings = {{index_q, gpu::Access::Read}, {key_cache, gpu::Access::Read},
@@ -123,15 +123,15 @@ std::vector<gpu::Dispatch> msa_select(gpu::Device& device, const MsaConfig& conf
     score.groups = {n_blocks, shape.n_tokens, 1};
 
     // A one-pass top-k binds no scratch of its own.
-    const gpu::BufferRange topk_scratch = top.scratch_bytes() ? scratch.sub(scores.size, top.scratch_bytes()) : scores;
-    std::vector<gpu::Dispatch> passes{score};
-    for (gpu::Dispatch& pass : top_k(device, top, scores, selection.scores, selection.blocks, topk_scratch))
+    const graph::Region topk_scratch = top.scratch_bytes() ? scratch.sub(scores.size, top.scratch_bytes()) : scores;
+    std::vector<graph::Dispatch> passes{score};
+    for (graph::Dispatch& pass : top_k(device, top, scores, selection.scores, selection.blocks, topk_scratch))
         passes.push_back(std::move(pass));
     return passes;
 }
 
-gpu::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config, const MsaConfig& msa,
-                            const AttentionShape& shape, const MsaAttentionBuffers& buffers) {
+graph::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config, const MsaConfig& msa,
+                              const AttentionShape& shape, const MsaAttentionBuffers& buffers) {
     check_config(msa, "msa_attention");
     if (config.n_head_kv == 0 || config.n_head_kv != msa.n_index_head || config.n_head % config.n_head_kv != 0)
         fail("msa_attention: {} query heads over {} KV heads need one index head per KV group, not {}", config.n_head,
@@ -160,7 +160,7 @@ gpu::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config, 
     if (tile > caps.max_workgroup_invocations || shape.n_tokens > caps.max_workgroup_count[1])
         fail("msa_attention: {} queries in tiles of {} exceed the device's limits", shape.n_tokens, tile);
 
-    gpu::Dispatch dispatch;
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get(
         kv_pipeline_name("msa_attention", shape.kv_type, false, device.caps()),
         {{0, tile}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads}});

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 #include "ops/attention.h"
 
 namespace vkllm::ops {
@@ -30,9 +30,9 @@ uint32_t msa_selected(const MsaConfig& config, uint32_t n_cells);
 
 // rows: f32 index keys [n_tokens] rows of src_stride floats (0: index_dim); slots: int32 [n_tokens]
 // (outside the cache: skipped); cache: f32 [n_cells][index_dim].
-gpu::Dispatch msa_key_write(gpu::Device& device, const MsaConfig& config, uint32_t n_tokens, uint32_t src_stride,
-                            uint32_t n_cells, const gpu::BufferRange& rows, const gpu::BufferRange& slots,
-                            const gpu::BufferRange& cache);
+graph::Dispatch msa_key_write(gpu::Device& device, const MsaConfig& config, uint32_t n_tokens, uint32_t src_stride,
+                              uint32_t n_cells, const graph::Region& rows, const graph::Region& slots,
+                              const graph::Region& cache);
 
 struct MsaShape {
     uint32_t n_tokens = 0;
@@ -43,25 +43,25 @@ struct MsaShape {
 // The selected blocks: f32 scores and uint32 block ids, [n_tokens][n_index_head][msa_selected];
 // a score of -inf marks a slot with no visible block (fewer blocks than top_k).
 struct MsaSelection {
-    gpu::BufferRange scores, blocks;
+    graph::Region scores, blocks;
 };
 
 uint64_t msa_select_scratch_bytes(const MsaConfig& config, const MsaShape& shape);
 // index_q: f32 [n_tokens] rows of q_stride floats, each [n_index_head][index_dim]; key_cache as
 // msa_key_write fills it; positions: int32 [n_tokens].
-std::vector<gpu::Dispatch> msa_select(gpu::Device& device, const MsaConfig& config, const MsaShape& shape,
-                                      const gpu::BufferRange& index_q, const gpu::BufferRange& key_cache,
-                                      const gpu::BufferRange& positions, const MsaSelection& selection,
-                                      const gpu::BufferRange& scratch);
+std::vector<graph::Dispatch> msa_select(gpu::Device& device, const MsaConfig& config, const MsaShape& shape,
+                                        const graph::Region& index_q, const graph::Region& key_cache,
+                                        const graph::Region& positions, const MsaSelection& selection,
+                                        const graph::Region& scratch);
 
 // q: f32 [n_tokens] rows of q_stride floats each starting with [n_head][head_dim_k] (AttentionShape);
 // caches as kv_write fills them; out f32 [n_tokens][n_head][head_dim_v]. config.n_head_kv must equal
 // msa.n_index_head; softcap and sliding window are not part of this attention.
 struct MsaAttentionBuffers {
-    gpu::BufferRange q, k_cache, v_cache, positions, out;
+    graph::Region q, k_cache, v_cache, positions, out;
     MsaSelection selection;
 };
-gpu::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config, const MsaConfig& msa,
-                            const AttentionShape& shape, const MsaAttentionBuffers& buffers);
+graph::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config, const MsaConfig& msa,
+                              const AttentionShape& shape, const MsaAttentionBuffers& buffers);
 
 }  // namespace vkllm::ops

@@ -14,9 +14,9 @@ constexpr uint32_t workgroup_size = 256;
 // lavapipe's loop cap (k * 16 iterations plus the reductions).
 constexpr uint32_t chunk_elems = 16 * workgroup_size;
 
-gpu::Dispatch pass(gpu::Device& device, const char* name, std::vector<gpu::Binding> bindings,
-                   const params::TopKParams& params, uint32_t chunks) {
-    gpu::Dispatch dispatch;
+graph::Dispatch pass(gpu::Device& device, const char* name, std::vector<graph::Access> bindings,
+                     const params::TopKParams& params, uint32_t chunks) {
+    graph::Dispatch dispatch;
     dispatch.pipeline = &device.pipelines().get(name, {{0, flat_workgroup_size(device.caps(), workgroup_size)}});
     dispatch.bindings = std::move(bindings);
     dispatch.params(params);
@@ -36,9 +36,9 @@ static uint64_t candidate_region_bytes(const TopKShape& shape) {
 
 uint64_t TopKShape::scratch_bytes() const { return chunks() == 1 ? 0 : 2 * candidate_region_bytes(*this); }
 
-std::vector<gpu::Dispatch> top_k(gpu::Device& device, const TopKShape& shape, const gpu::BufferRange& x,
-                                 const gpu::BufferRange& values, const gpu::BufferRange& indices,
-                                 const gpu::BufferRange& scratch) {
+std::vector<graph::Dispatch> top_k(gpu::Device& device, const TopKShape& shape, const graph::Region& x,
+                                   const graph::Region& values, const graph::Region& indices,
+                                   const graph::Region& scratch) {
     const uint64_t out_bytes = uint64_t(shape.n_rows) * shape.k * 4;
     if (shape.k == 0 || shape.k > max_top_k || shape.k > shape.n)
         fail("top_k: k = {} for rows of {} (1 to {} and at most the row)", shape.k, shape.n, max_top_k);
@@ -53,8 +53,8 @@ std::vector<gpu::Dispatch> top_k(gpu::Device& device, const TopKShape& shape, co
         return {pass(device, "topk_partial",
                      {{x, gpu::Access::Read}, {values, gpu::Access::Write}, {indices, gpu::Access::Write}}, first, 1)};
     const uint64_t region = candidate_region_bytes(shape);  // [n_rows][chunks * k] each
-    const gpu::BufferRange candidate_values = scratch.sub(0, region);
-    const gpu::BufferRange candidate_indices = scratch.sub(region, region);
+    const graph::Region candidate_values = scratch.sub(0, region);
+    const graph::Region candidate_indices = scratch.sub(region, region);
     const uint32_t candidates = chunks * shape.k;
     const params::TopKParams merge{.n = candidates, .n_rows = shape.n_rows, .k = shape.k, .chunk = candidates};
     return {pass(device, "topk_partial",

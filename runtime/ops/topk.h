@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "gpu/dispatch.h"
+#include "graph/graph.h"
 
 namespace vkllm::ops {
 
@@ -18,8 +18,8 @@ struct TopKShape {
 };
 
 // x: f32 [n_rows][n]; values: f32 [n_rows][k]; indices: uint32 [n_rows][k]; scratch: scratch_bytes().
-std::vector<gpu::Dispatch> top_k(gpu::Device& device, const TopKShape& shape, const gpu::BufferRange& x,
-                                 const gpu::BufferRange& values, const gpu::BufferRange& indices,
-                                 const gpu::BufferRange& scratch);
+std::vector<graph::Dispatch> top_k(gpu::Device& device, const TopKShape& shape, const graph::Region& x,
+                                   const graph::Region& values, const graph::Region& indices,
+                                   const graph::Region& scratch);
 
 }  // namespace vkllm::ops

@@ -38,31 +38,31 @@ void build_pixtral_projector(model::blocks::Builder& b, const ClipHparams& hp, c
     const uint32_t m = hp.n_merge, px = nx / m, py = ny / m, n_merged = px * py, n_text = hp.projection_dim;
     constexpr uint64_t f32 = sizeof(float);
     if (w.input_norm)
-        b.graph.add("mm.input_norm", ops::rmsnorm(b.device, b.range(x), w.input_norm->range(), b.range(x), hp.n_embd,
-                                                  nx * ny, hp.eps));
+        b.graph.add("mm.input_norm",
+                    ops::rmsnorm(b.device, x, w.input_norm->region(b.graph), x, hp.n_embd, nx * ny, hp.eps));
     model::blocks::Builder merged_tokens{b.graph, b.device, b.step, {n_merged, true}};
     graph::Region merged = x;
     if (w.patch_merger) {
         auto gathered = b.graph.transient("mm.patch_merge_in", uint64_t(nx) * ny * hp.n_embd * f32);
-        b.graph.add("mm.patch_merge", ops::patch_merge(b.device, {hp.n_embd, nx, ny}, m, b.range(x), b.range(gathered)));
+        b.graph.add("mm.patch_merge", ops::patch_merge(b.device, {hp.n_embd, nx, ny}, m, x, gathered));
         merged = b.graph.transient("mm.patch_merger_out", uint64_t(n_merged) * hp.n_embd * f32);
         model::blocks::project(merged_tokens, "mm.patch_merger", *w.patch_merger, gathered, merged, false);
     }
     auto hidden = b.graph.transient("mm.1_out", uint64_t(n_merged) * n_text * f32);
     model::blocks::project(merged_tokens, "mm.1", *w.mm_1, merged, hidden, false);
     if (w.mm_1_b)
-        b.graph.add("mm.1.bias", ops::add(b.device, b.range(hidden), w.mm_1_b->range(), b.range(hidden),
-                                          n_merged * n_text, n_text));
-    b.graph.add("mm.gelu", ops::gelu(b.device, b.range(hidden), b.range(hidden), n_merged * n_text));
+        b.graph.add("mm.1.bias",
+                    ops::add(b.device, hidden, w.mm_1_b->region(b.graph), hidden, n_merged * n_text, n_text));
+    b.graph.add("mm.gelu", ops::gelu(b.device, hidden, hidden, n_merged * n_text));
     graph::Region projected = w.img_break ? b.graph.transient("mm.2_out", uint64_t(n_merged) * n_text * f32) : out;
     model::blocks::project(merged_tokens, "mm.2", *w.mm_2, hidden, projected, false);
     if (w.mm_2_b)
-        b.graph.add("mm.2.bias", ops::add(b.device, b.range(projected), w.mm_2_b->range(), b.range(projected),
-                                          n_merged * n_text, n_text));
+        b.graph.add("mm.2.bias",
+                    ops::add(b.device, projected, w.mm_2_b->region(b.graph), projected, n_merged * n_text, n_text));
     // [IMG_BREAK] after every row of merged tokens but the last.
     if (w.img_break)
-        b.graph.add("mm.img_break", ops::row_breaks(b.device, {n_text, px, py}, b.range(projected),
-                                                    w.img_break->range(), b.range(out)));
+        b.graph.add("mm.img_break",
+                    ops::row_breaks(b.device, {n_text, px, py}, projected, w.img_break->region(b.graph), out));
 }
 
 uint32_t output_tokens(const ClipHparams& hp, const ClipWeights& w, uint32_t nx, uint32_t ny) {

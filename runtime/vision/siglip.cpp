@@ -18,11 +18,11 @@ void build_gemma3_projector(model::blocks::Builder& b, const ClipHparams& hp, co
     graph::Region pooled = x;
     if (k > 1) {
         pooled = b.graph.transient("mm.pooled", uint64_t(n_out) * hp.n_embd * sizeof(float));
-        b.graph.add("mm.avg_pool", ops::avg_pool_2d(b.device, {hp.n_embd, nx, ny}, k, b.range(x), b.range(pooled)));
+        b.graph.add("mm.avg_pool", ops::avg_pool_2d(b.device, {hp.n_embd, nx, ny}, k, x, pooled));
     }
     auto normed = b.graph.transient("mm.soft_emb_norm_out", uint64_t(n_out) * hp.n_embd * sizeof(float));
-    b.graph.add("mm.soft_emb_norm", ops::rmsnorm(b.device, b.range(pooled), w.soft_emb_norm->range(), b.range(normed),
-                                                 hp.n_embd, n_out, hp.eps));
+    b.graph.add("mm.soft_emb_norm",
+                ops::rmsnorm(b.device, pooled, w.soft_emb_norm->region(b.graph), normed, hp.n_embd, n_out, hp.eps));
     model::blocks::Builder projection{b.graph, b.device, b.step, {n_out, true}};
     model::blocks::project(projection, "mm.input_projection", *w.input_projection, normed, out, false);
 }

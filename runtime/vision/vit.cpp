@@ -29,15 +29,15 @@ void linear(Builder& b, const std::string& name, const Weight& weight, const std
     model::blocks::project(b, name, weight, x, y, accumulate);
     if (!bias) return;
     const uint32_t n = b.shape.n_tokens * weight.rows;
-    b.graph.add(name + ".bias", ops::add(b.device, b.range(y), bias->range(), b.range(y), n, weight.rows));
+    b.graph.add(name + ".bias", ops::add(b.device, y, bias->region(b.graph), y, n, weight.rows));
 }
 
 // LayerNorm where the norm has a bias (SigLIP), RMSNorm otherwise (Pixtral).
 void norm(Builder& b, const std::string& name, const Weight& weight, const std::optional<Weight>& bias,
           graph::Region x, graph::Region y, float eps) {
     const uint32_t n = weight.cols, rows = b.shape.n_tokens;
-    b.graph.add(name, bias ? ops::layernorm(b.device, b.range(x), weight.range(), bias->range(), b.range(y), n, rows, eps)
-                           : ops::rmsnorm(b.device, b.range(x), weight.range(), b.range(y), n, rows, eps));
+    b.graph.add(name, bias ? ops::layernorm(b.device, x, weight.region(b.graph), bias->region(b.graph), y, n, rows, eps)
+                           : ops::rmsnorm(b.device, x, weight.region(b.graph), y, n, rows, eps));
 }
 
 void rope_2d(Builder& b, const ClipHparams& hp, const VitInputs& in, int layer, const char* what, graph::Region x) {
@@ -46,10 +46,10 @@ void rope_2d(Builder& b, const ClipHparams& hp, const VitInputs& in, int layer, 
     const ops::RopeShape shape{n, hp.n_head, d, hp.n_embd};
     // The second half's heads start d/2 floats in; x carries d/2 floats of tail room for the last.
     b.graph.add(layer_name(layer, fmt::format("{}_rope_h", what)),
-                ops::rope(b.device, configs[0], shape, b.range(in.phases_h), b.range(in.pos_h), b.range(x)));
+                ops::rope(b.device, configs[0], shape, in.phases_h, in.pos_h, x));
     b.graph.add(layer_name(layer, fmt::format("{}_rope_w", what)),
-                ops::rope(b.device, configs[1], shape, b.range(in.phases_w), b.range(in.pos_w),
-                          b.range(x.sub(d / 2 * f32, uint64_t(n) * hp.n_embd * f32))));
+                ops::rope(b.device, configs[1], shape, in.phases_w, in.pos_w,
+                          x.sub(d / 2 * f32, uint64_t(n) * hp.n_embd * f32)));
 }
 
 // x += out · softmax(q kᵀ / sqrt(d)) v over norm(x), every patch seeing every patch.
@@ -76,10 +76,8 @@ void attention(Builder& b, const ClipHparams& hp, const VitLayerWeights& l, cons
     auto k_cache = b.graph.transient(layer_name(il, "k_cache"), cache_bytes);
     auto v_cache = b.graph.transient(layer_name(il, "v_cache"), cache_bytes);
     const ops::KvWriteShape write{n, n_embd, n_embd, n};
-    b.graph.add(layer_name(il, "cache_k"), ops::kv_write(b.device, ops::KvType::F16, write, b.range(k), b.range(in.slots),
-                                                         b.range(k_cache)));
-    b.graph.add(layer_name(il, "cache_v"), ops::kv_write(b.device, ops::KvType::F16, write, b.range(v), b.range(in.slots),
-                                                         b.range(v_cache)));
+    b.graph.add(layer_name(il, "cache_k"), ops::kv_write(b.device, ops::KvType::F16, write, k, in.slots, k_cache));
+    b.graph.add(layer_name(il, "cache_v"), ops::kv_write(b.device, ops::KvType::F16, write, v, in.slots, v_cache));
     auto out = b.graph.transient(layer_name(il, "attn_out"), row_bytes);
     model::blocks::attention(b, layer_name(il, "attn"), config, {n, n, ops::KvType::F16},
                              {q, k_cache, v_cache, in.mask_positions, out});
@@ -97,10 +95,9 @@ void feed_forward(Builder& b, const ClipHparams& hp, const VitLayerWeights& l, i
     if (l.ffn_gate) {
         auto gate = b.graph.transient(layer_name(il, "ffn_gate_out"), ff_bytes);
         linear(b, layer_name(il, "ffn_gate"), *l.ffn_gate, std::nullopt, h, gate);
-        b.graph.add(layer_name(il, "ffn_act"),
-                    ops::glu(b.device, ops::Glu::SwiGlu, b.range(gate), b.range(up), b.range(up), n * hp.n_ff));
+        b.graph.add(layer_name(il, "ffn_act"), ops::glu(b.device, ops::Glu::SwiGlu, gate, up, up, n * hp.n_ff));
     } else {
-        b.graph.add(layer_name(il, "ffn_act"), ops::gelu(b.device, b.range(up), b.range(up), n * hp.n_ff));
+        b.graph.add(layer_name(il, "ffn_act"), ops::gelu(b.device, up, up, n * hp.n_ff));
     }
     linear(b, layer_name(il, "ffn_down"), l.ffn_down, l.ffn_down_b, up, x, /*accumulate=*/true);
 }
@@ -114,8 +111,8 @@ graph::Region build_vit(Builder& b, const ClipHparams& hp, const ClipWeights& w,
     auto x = b.graph.transient("v.inp_embd", bytes);
     linear(b, "v.patch_embd", w.patch_embd, w.patch_bias, in.patches, x);
     if (w.position_embd)
-        b.graph.add("v.position_embd", ops::add(b.device, b.range(x), w.position_embd->range(), b.range(x),
-                                                n * hp.n_embd, n * hp.n_embd));
+        b.graph.add("v.position_embd",
+                    ops::add(b.device, x, w.position_embd->region(b.graph), x, n * hp.n_embd, n * hp.n_embd));
     if (w.pre_ln) norm(b, "v.pre_ln", *w.pre_ln, std::nullopt, x, x, hp.eps);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {
         attention(b, hp, w.layers[il], in, int(il), x);

@@ -297,7 +297,10 @@ TEST_CASE("graph misuse is an error naming the pass and the resource") {
         auto step = g.persistent("step", f.step.range());
         auto x = g.persistent("x", f.arrays[0].range());
         CHECK_THROWS_AS(x.sub(bytes - 4, 8), Error);
-        scale(g, "too far", step, graph::Region{x.resource, bytes - 4, 8}, g.persistent("y", f.arrays[1].range()), 0);
+        graph::Region past_the_end = x;
+        past_the_end.offset = bytes - 4;
+        past_the_end.size = 8;
+        scale(g, "too far", step, past_the_end, g.persistent("y", f.arrays[1].range()), 0);
         CHECK_THROWS_WITH_AS(std::move(g).bake(), doctest::Contains("too far"), Error);
     }
     {
@@ -309,22 +312,29 @@ TEST_CASE("graph misuse is an error naming the pass and the resource") {
     }
 }
 
-TEST_CASE("dispatches built by ops over graph ranges become passes on the regions they name") {
+namespace {
+
+// As an op describes a pass: a graph::Dispatch over regions.
+graph::Dispatch scale_dispatch(graph::Region step, graph::Region in, graph::Region out, uint32_t slot) {
+    graph::Dispatch d{.pipeline = &scale_pipeline()};
+    d.bindings = {{step, gpu::Access::Read}, {in, gpu::Access::Read}, {out, gpu::Access::Write}};
+    d.params(params::GraphScaleParams{n, slot, 0}).groups = {scale_pipeline().groups_x(n), 1, 1};
+    return d;
+}
+
+}  // namespace
+
+TEST_CASE("dispatches described by ops become passes on the regions they declare") {
     Fixture f({3, 5}, 2);
     auto input = f.read(0);
     graph::Graph g(test::device());
-    auto x = g.persistent("x", f.arrays[0].range());
+    auto step = g.persistent("step", f.step.range());
+    auto x = g.persistent("x", f.arrays[0].range()), out = g.persistent("out", f.arrays[1].range());
     auto t = g.transient("t", bytes);
-    // As an op would: a gpu::Dispatch over BufferRanges, some of them sub-ranges.
-    auto dispatch = [&](gpu::BufferRange in, gpu::BufferRange out, uint32_t slot) {
-        gpu::Dispatch d{.pipeline = &scale_pipeline()};
-        d.bindings = {{f.step.range(), gpu::Access::Read}, {in, gpu::Access::Read}, {out, gpu::Access::Write}};
-        d.params(params::GraphScaleParams{n, slot, 0}).groups = {scale_pipeline().groups_x(n), 1, 1};
-        return d;
-    };
-    g.add("first", dispatch(g.range(x), g.range(t), 0), 123);
-    g.add("second", dispatch(g.range(t), f.arrays[1].range(), 1));  // unregistered persistent memory
-    CHECK(g.range(t.sub(256, 512)).offset == 256);
+    g.add("first", scale_dispatch(step, x, t, 0), 123);
+    g.add("second", scale_dispatch(step, t, out, 1));
+    CHECK(g.persistent("x", f.arrays[0].range()).resource == x.resource);  // the same memory, the same resource
+    CHECK_THROWS_AS(g.persistent("x", f.arrays[1].range()), Error);
     graph::BakedGraph baked = std::move(g).bake();
     CHECK(baked.stats().barriers == 1);
     CHECK(baked.stats().weight_bytes == 123);
@@ -332,7 +342,22 @@ TEST_CASE("dispatches built by ops over graph ranges become passes on the region
     CHECK(f.read(1) == expected(input, 15));
     std::ostringstream text;
     baked.dump(text);
-    CHECK(text.str().find("second#2") != std::string::npos);  // the unregistered output, named by pass
+    for (const char* declared : {"persistent step", "persistent x", "persistent out", "transient  t", "write      t",
+                                 "read       t", "write      out"})
+        CHECK(text.str().find(declared) != std::string::npos);
+}
+
+TEST_CASE("a pass binding a buffer its graph did not declare is refused") {
+    Fixture f({3}, 2);
+    graph::Graph g(test::device()), other(test::device());
+    auto step = g.persistent("step", f.step.range());
+    auto x = g.persistent("x", f.arrays[0].range());
+    auto elsewhere = other.persistent("y", f.arrays[1].range());
+    const char* refusal =
+        "pass 'scale' binds a buffer that no persistent(), transient() or zeroed() of its graph declared";
+    CHECK_THROWS_WITH_AS(g.add("scale", scale_dispatch(step, x, elsewhere, 0)), refusal, Error);
+    CHECK_THROWS_WITH_AS(g.add("scale", scale_dispatch(step, x, graph::Region{}, 0)), refusal, Error);
+    CHECK_THROWS_WITH_AS(scale(g, "scale", step, x, elsewhere, 0), refusal, Error);
 }
 
 TEST_CASE("the dump lists levels, barriers and placements; profiling times every pass") {

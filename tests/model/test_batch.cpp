@@ -330,7 +330,7 @@ TEST_CASE("row views bind aligned rows in place and copy misaligned ones in and 
         const auto out = model::blocks::row_view(b, "out" + rows.suffix, y_rows, floats, rows, false);
         CHECK(in.copied == (row * floats * sizeof(float) % alignment != 0));
         CHECK(out.copied == in.copied);
-        g.add("scale" + rows.suffix, ops::scale(test::device(), b.range(in.rows), b.range(out.rows), floats, 2.0f));
+        g.add("scale" + rows.suffix, ops::scale(test::device(), in.rows, out.rows, floats, 2.0f));
         model::blocks::place_rows(b, "out" + rows.suffix, out);
         for (uint32_t c = 0; c < floats; ++c) want[row * floats + c] = 2.0f * input[row * floats + c];
     }

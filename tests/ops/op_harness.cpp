@@ -6,6 +6,8 @@
 #include <random>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "gpu/device.h"
 #include "gpu/transfer.h"
 
@@ -26,10 +28,22 @@ gpu::Buffer upload_bytes(std::span<const std::byte> bytes) {
     return buffer;
 }
 
-void run(std::span<const gpu::Dispatch> dispatches) {
-    gpu::Commands commands(device());
-    for (const gpu::Dispatch& dispatch : dispatches) commands.record(dispatch);
-    commands.submit_and_wait();
+OpGraph::OpGraph(gpu::Device& device) : graph_(device) {}
+
+graph::Region OpGraph::operator()(const gpu::BufferRange& range) {
+    // Named by the memory, so that declaring it again gives the same region.
+    return graph_.persistent(fmt::format("{}+{}:{}", static_cast<void*>(range.buffer), range.offset, range.size),
+                             range);
+}
+
+ops::WeightMatrix OpGraph::weights(gguf::GgmlType type, uint32_t rows, uint32_t cols, const gpu::Buffer& buffer) {
+    return ops::weight_matrix(graph_, fmt::format("weights@{}", static_cast<const void*>(&buffer)), type, rows, cols,
+                              buffer);
+}
+
+graph::BakedGraph OpGraph::bake(std::span<const graph::Dispatch> dispatches) {
+    for (size_t i = 0; i < dispatches.size(); ++i) graph_.add(fmt::format("pass{}", i), dispatches[i]);
+    return std::move(graph_).bake();
 }
 
 std::vector<int32_t> random_ints(size_t count, uint64_t seed, int32_t low, int32_t high) {

@@ -1,12 +1,12 @@
 #pragma once
-// What the op tests share: device buffers from host values, running dispatches, and the
-// GPU-versus-reference check (relative error, NaN fails, the seed printed on failure).
+// What the op tests share: device buffers from host values, running an op's passes through a graph,
+// and the GPU-versus-reference check (relative error, NaN fails, the seed printed on failure).
 #include <cstdint>
 #include <span>
 #include <vector>
 
-#include "gpu/dispatch.h"
 #include "gpu/memory.h"
+#include "graph/baked.h"
 #include "gpu_fixture.h"
 #include "weight_fixture.h"  // f32_tolerance, f16_tolerance, base_seed(), random weights
 
@@ -26,9 +26,24 @@ std::vector<T> download_values(const gpu::Buffer& buffer, size_t count) {
     return values;
 }
 
-// Records the dispatches in order (a full barrier between each two), submits and waits.
-void run(std::span<const gpu::Dispatch> dispatches);
-inline void run(const gpu::Dispatch& dispatch) { run(std::span(&dispatch, 1)); }
+// A graph for one run of an op, as production runs it: the test's buffers declared as persistent
+// regions, the op's dispatches added as passes, baked and replayed once.
+class OpGraph {
+public:
+    explicit OpGraph(gpu::Device& device = test::device());
+    // The memory as a persistent region; the same memory gives the same region.
+    graph::Region operator()(const gpu::BufferRange& range);
+    graph::Region operator()(const gpu::Buffer& buffer) { return (*this)(buffer.range()); }
+    ops::WeightMatrix weights(gguf::GgmlType type, uint32_t rows, uint32_t cols, const gpu::Buffer& buffer);
+    // Adds the dispatches as passes in order and bakes them (to replay many times); the graph is spent.
+    graph::BakedGraph bake(std::span<const graph::Dispatch> dispatches);
+    // The same, replayed once (waits for the GPU).
+    void run(std::span<const graph::Dispatch> dispatches) { bake(dispatches).replay(); }
+    void run(const graph::Dispatch& dispatch) { run(std::span(&dispatch, 1)); }
+
+private:
+    graph::Graph graph_;
+};
 
 std::vector<int32_t> random_ints(size_t count, uint64_t seed, int32_t low, int32_t high);
 

@@ -96,10 +96,10 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32
     gpu::Buffer positions = test::upload_values(std::span(c.positions)), scratch = test::zero_buffer(scratch_bytes);
     gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));  // every output must be written
     gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
-    const ops::AttentionBuffers buffers{q.range(),   k.range(),       v.range(),       positions.range(),
-                                        out.range(), scratch.range(), counters.range()};
-    test::run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
-                      : ops::attention_decode(test::device(), config, shape, buffers, workers));
+    test::OpGraph g;
+    const ops::AttentionBuffers buffers{g(q), g(k), g(v), g(positions), g(out), g(scratch), g(counters)};
+    g.run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
+                  : ops::attention_decode(test::device(), config, shape, buffers, workers));
 
     const bool float16 = prefill && test::device().caps().use_float16();
     test::check_close(test::download(out, out_count), reference(c, inputs, c.positions),
@@ -160,18 +160,17 @@ TEST_CASE("attention decode: one dispatch replayed over changing positions") {
     gpu::Buffer scratch = test::zero_buffer(ops::attention_decode_scratch_bytes(c.config, shape));
     gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(c.config, shape));
     gpu::Buffer out = test::zero_buffer(out_count * 4);
-    const ops::AttentionBuffers buffers{q.range(),   k.range(),       v.range(),       positions.range(),
-                                        out.range(), scratch.range(), counters.range()};
     const std::vector<std::vector<int32_t>> steps = {{998, 999}, {0, 1}, {127, 128}, {-1, 300}, {4999, 5000},
                                                      {699, 700}, {128, 129}, {-3, -2}, {998, 999}};
     for (uint32_t workers : {UINT32_MAX, 3u, 0u}) {
         CAPTURE(workers);
-        const std::vector<gpu::Dispatch> dispatches =
-            ops::attention_decode(test::device(), c.config, shape, buffers, workers);
+        test::OpGraph g;
+        const ops::AttentionBuffers buffers{g(q), g(k), g(v), g(positions), g(out), g(scratch), g(counters)};
+        graph::BakedGraph baked = g.bake(ops::attention_decode(test::device(), c.config, shape, buffers, workers));
         for (const std::vector<int32_t>& step : steps) {
             CAPTURE(step[1]);
             positions.write(0, std::as_bytes(std::span(step)));
-            test::run(dispatches);
+            baked.replay();
             test::check_close(test::download(out, out_count), reference(c, inputs, step), test::f32_tolerance, seed,
                               c.name);
         }
@@ -261,9 +260,10 @@ TEST_CASE("kv_write: f16 bits as llama.cpp rounds them, q8_0 blocks, slots from 
         gpu::Buffer cache = test::upload_bytes(want);
         ref::kv_write(type, in_range_rows, in_range_slots, row_size, want);
         gpu::Buffer row_buffer = test::upload(rows), slot_buffer = test::upload_values(std::span(slots));
-        test::run(ops::kv_write(test::device(), type,
-                                {.n_tokens = n_tokens, .row_size = row_size, .src_stride = stride, .n_cells = n_cells},
-                                row_buffer.range(), slot_buffer.range(), cache.range()));
+        test::OpGraph g;
+        g.run(ops::kv_write(test::device(), type,
+                            {.n_tokens = n_tokens, .row_size = row_size, .src_stride = stride, .n_cells = n_cells},
+                            g(row_buffer), g(slot_buffer), g(cache)));
         const std::vector<std::byte> got = test::download_values<std::byte>(cache, bytes);
         if (type == ops::KvType::F16) {
             CHECK(std::memcmp(got.data(), want.data(), bytes) == 0);

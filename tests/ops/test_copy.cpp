@@ -19,11 +19,13 @@ TEST_CASE("copy_rows moves a block of columns between row layouts of different s
         std::vector<float> want = before;
         for (uint32_t r = 0; r < rows; ++r)
             for (uint32_t c = 0; c < width; ++c) want[r * dst_stride + dst_offset + c] = src[r * src_stride + src_offset + c];
-        test::run(ops::copy_rows(test::device(), src_buffer.range(), {src_stride, src_offset}, dst_buffer.range(),
-                                 {dst_stride, dst_offset}, rows, width));
+        test::OpGraph g;
+        g.run(ops::copy_rows(test::device(), g(src_buffer), {src_stride, src_offset}, g(dst_buffer),
+                             {dst_stride, dst_offset}, rows, width));
         CHECK(test::download(dst_buffer, want.size()) == want);
     }
     gpu::Buffer small = test::zero_buffer(64);
-    CHECK_THROWS_AS(ops::copy_rows(test::device(), small.range(), {16, 0}, small.range(), {8, 0}, 2, 9), Error);
-    CHECK_THROWS_AS(ops::copy_rows(test::device(), small.range(), {16, 0}, small.range(), {16, 0}, 2, 16), Error);
+    test::OpGraph g;
+    CHECK_THROWS_AS(ops::copy_rows(test::device(), g(small), {16, 0}, g(small), {8, 0}, 2, 9), Error);
+    CHECK_THROWS_AS(ops::copy_rows(test::device(), g(small), {16, 0}, g(small), {16, 0}, 2, 16), Error);
 }

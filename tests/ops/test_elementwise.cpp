@@ -16,9 +16,11 @@ TEST_CASE("add: residuals and repeated biases, sizes on and off multiples of 4, 
         gpu::Buffer a_buffer = test::upload(a), b_buffer = test::upload(b), y_buffer = test::zero_buffer(n * 4);
         std::vector<float> want(n);
         ref::add(a, b, want);
-        test::run(ops::add(test::device(), a_buffer.range(), b_buffer.range(), y_buffer.range(), n, b_n));
+        test::OpGraph g;
+        g.run(ops::add(test::device(), g(a_buffer), g(b_buffer), g(y_buffer), n, b_n));
         test::check_close(test::download(y_buffer, n), want, test::f32_tolerance, seed, "add");
-        test::run(ops::add(test::device(), a_buffer.range(), b_buffer.range(), a_buffer.range(), n, b_n));
+        test::OpGraph in_place;
+        in_place.run(ops::add(test::device(), in_place(a_buffer), in_place(b_buffer), in_place(a_buffer), n, b_n));
         test::check_close(test::download(a_buffer, n), want, test::f32_tolerance, seed, "add in place");
     }
 }
@@ -35,16 +37,20 @@ TEST_CASE("scale, softcap, SwiGLU and GeGLU, saturated inputs included") {
         std::vector<float> want(n);
 
         ref::scale(gate, 0.125f, want);
-        test::run(ops::scale(test::device(), gate_buffer.range(), y.range(), n, 0.125f));
+        test::OpGraph scaled;
+        scaled.run(ops::scale(test::device(), scaled(gate_buffer), scaled(y), n, 0.125f));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "scale");
         ref::softcap(gate, 30.0f, want);
-        test::run(ops::softcap(test::device(), gate_buffer.range(), y.range(), n, 30.0f));
+        test::OpGraph capped;
+        capped.run(ops::softcap(test::device(), capped(gate_buffer), capped(y), n, 30.0f));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "softcap");
         ref::swiglu(gate, up, want);
-        test::run(ops::glu(test::device(), ops::Glu::SwiGlu, gate_buffer.range(), up_buffer.range(), y.range(), n));
+        test::OpGraph swiglu;
+        swiglu.run(ops::glu(test::device(), ops::Glu::SwiGlu, swiglu(gate_buffer), swiglu(up_buffer), swiglu(y), n));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "swiglu");
         ref::geglu(gate, up, want);
-        test::run(ops::glu(test::device(), ops::Glu::GeGlu, gate_buffer.range(), up_buffer.range(), y.range(), n));
+        test::OpGraph geglu;
+        geglu.run(ops::glu(test::device(), ops::Glu::GeGlu, geglu(gate_buffer), geglu(up_buffer), geglu(y), n));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "geglu");
     }
 }
@@ -59,7 +65,8 @@ TEST_CASE("SwiGLU-OAI: gate and up clamped at 7 on both sides of the limits") {
         gpu::Buffer gate_buffer = test::upload(gate), up_buffer = test::upload(up), y = test::zero_buffer(n * 4);
         std::vector<float> want(n);
         ref::swiglu_oai(gate, up, want);
-        test::run(ops::glu(test::device(), ops::Glu::SwiGluOai, gate_buffer.range(), up_buffer.range(), y.range(), n));
+        test::OpGraph g;
+        g.run(ops::glu(test::device(), ops::Glu::SwiGluOai, g(gate_buffer), g(up_buffer), g(y), n));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "swiglu_oai");
     }
 }

@@ -31,11 +31,8 @@ void check_get_rows(gpu::Device& device, gpu::Transfer& transfer, gguf::GgmlType
     std::vector<float> poison(size_t(n_tokens) * cols, NAN);  // every element must be written
     transfer.upload(out, std::span<const float>(poison));
     transfer.flush();
-    gpu::Commands commands(device);
-    for (const gpu::Dispatch& dispatch :
-         ops::get_rows(device, {type, rows, cols, &weight_buffer}, id_buffer.range(), out.range(), n_tokens))
-        commands.record(dispatch);
-    commands.submit_and_wait();
+    test::OpGraph g(device);
+    g.run(ops::get_rows(device, g.weights(type, rows, cols, weight_buffer), g(id_buffer), g(out), n_tokens));
 
     std::vector<float> got(size_t(n_tokens) * cols), want(got.size());
     transfer.readback(out, std::span(got));

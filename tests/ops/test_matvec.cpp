@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include "gpu_fixture.h"
+#include "op_harness.h"
 #include "ops/ref/matmul_ref.h"
 #include "weight_fixture.h"
 
@@ -151,21 +152,24 @@ TEST_CASE("matvec over a weight buffer split into segments, one dispatch each") 
 TEST_CASE("matvec refuses weights and buffers it cannot take") {
     gpu::Device& device = test::device();
     gpu::Buffer buffer = device.allocator().create(4096, gpu::MemoryDomain::Device);
-    const gpu::BufferRange range = buffer.range();
+    test::OpGraph g;
+    const graph::Region range = g(buffer);
     auto attempt = [&](gguf::GgmlType type, uint32_t rows, uint32_t cols) {
-        return ops::matvec(device, {type, rows, cols, &buffer}, range, range, false);
+        return ops::matvec(device, g.weights(type, rows, cols, buffer), range, range, false);
     };
     CHECK_THROWS_WITH_AS(attempt(gguf::GgmlType::Q4_0, 4, 48), doctest::Contains("multiple of 32"), Error);
     CHECK_THROWS_WITH_AS(attempt(gguf::GgmlType::F16, 4, 6), doctest::Contains("multiple of 4"), Error);
     CHECK_THROWS_WITH_AS(attempt(gguf::GgmlType::Q2_K, 4, 256), doctest::Contains("no kernel for q2_K"), Error);
     CHECK_THROWS_WITH_AS(attempt(gguf::GgmlType::Q8_0, 200, 32), doctest::Contains("cannot hold 200 rows"), Error);
-    CHECK_THROWS_WITH_AS(ops::matvec(device, {gguf::GgmlType::F32, 2, 512, &buffer}, range.sub(0, 64), range, false),
-                         doctest::Contains("need x of 2048 bytes"), Error);
-    CHECK_THROWS_WITH_AS(ops::matvec_batch(device, {gguf::GgmlType::F32, 4, 4, &buffer}, range, range,
+    CHECK_THROWS_WITH_AS(
+        ops::matvec(device, g.weights(gguf::GgmlType::F32, 2, 512, buffer), range.sub(0, 64), range, false),
+        doctest::Contains("need x of 2048 bytes"), Error);
+    CHECK_THROWS_WITH_AS(ops::matvec_batch(device, g.weights(gguf::GgmlType::F32, 4, 4, buffer), range, range,
                                            ops::matvec_max_tokens + 1, false),
                          doctest::Contains("vectors at once"), Error);
     for (ops::MatvecConfig bad : {ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 3},
                                   ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 0},
                                   ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 5}})
-        CHECK_THROWS_AS(ops::matvec(device, {gguf::GgmlType::F32, 4, 4, &buffer}, range, range, false, bad), Error);
+        CHECK_THROWS_AS(ops::matvec(device, g.weights(gguf::GgmlType::F32, 4, 4, buffer), range, range, false, bad),
+                        Error);
 }

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "gpu_fixture.h"
+#include "op_harness.h"
 #include "ops/ref/elementwise_ref.h"
 #include "ops/ref/matmul_ref.h"
 #include "ops/ref/rmsnorm_ref.h"
@@ -58,13 +59,11 @@ void check_input(gpu::Device& device, gpu::Transfer& transfer, const InputCase& 
     gpu::Buffer weight_buffer = test::upload_weights(device, transfer, weights);
     gpu::Buffer x_buffer = upload(device, transfer, x), norm_buffer = upload(device, transfer, norm_weight);
     gpu::Buffer y_buffer = upload(device, transfer, y0);
-    ops::MatvecInput input{.kind = c.kind, .x = x_buffer.range()};
-    if (c.kind == Kind::RmsNorm) input = ops::MatvecInput::rms_norm(x_buffer.range(), norm_buffer.range(), eps);
-    gpu::Commands commands(device);
-    for (const gpu::Dispatch& dispatch : ops::matvec(device, {c.type, c.rows, c.cols, &weight_buffer}, input,
-                                                     y_buffer.range(), c.accumulate, c.config))
-        commands.record(dispatch);
-    commands.submit_and_wait();
+    test::OpGraph g(device);
+    ops::MatvecInput input{.kind = c.kind, .x = g(x_buffer)};
+    if (c.kind == Kind::RmsNorm) input = ops::MatvecInput::rms_norm(g(x_buffer), g(norm_buffer), eps);
+    g.run(ops::matvec(device, g.weights(c.type, c.rows, c.cols, weight_buffer), input, g(y_buffer), c.accumulate,
+                      c.config));
     std::vector<float> got(c.rows);
     transfer.readback(y_buffer, std::span(got));
 
@@ -120,8 +119,9 @@ TEST_CASE("matvec RMSNorm input over rows past lavapipe's loop cap") {
 TEST_CASE("matvec refuses an RMSNorm input without its weight and a GLU input without both halves") {
     gpu::Device& device = test::device();
     gpu::Buffer buffer = device.allocator().create(4096, gpu::MemoryDomain::Device);
-    const gpu::BufferRange range = buffer.range();
-    const ops::WeightMatrix weights{gguf::GgmlType::F32, 2, 512, &buffer};
+    test::OpGraph g;
+    const graph::Region range = g(buffer);
+    const ops::WeightMatrix weights = g.weights(gguf::GgmlType::F32, 2, 512, buffer);
     CHECK_THROWS_WITH_AS(ops::matvec(device, weights, {.kind = Kind::RmsNorm, .x = range}, range.sub(0, 8), false),
                          doctest::Contains("needs a norm weight of 2048 bytes"), Error);
     CHECK_THROWS_WITH_AS(ops::matvec(device, weights, ops::MatvecInput::glu(ops::Glu::SwiGlu, range.sub(0, 2048)),

@@ -31,9 +31,9 @@ void check_matvec_heads(gguf::GgmlType type, const HeadsCase& c, uint64_t seed) 
     gpu::Buffer weight_buffer = test::upload_weights(test::device(), test::transfer(), weights);
     gpu::Buffer x_buffer = test::upload(x), y_buffer = test::upload(want);
     ref::matvec_heads(type, weights.blocks, c.rows, c.cols, c.n_head, c.n_tokens, x, c.x, want, c.y);
-    const ops::WeightMatrix matrix{type, c.n_head * c.rows, c.cols, &weight_buffer};
-    test::run(ops::matvec_heads(test::device(), matrix, c.n_head, c.n_tokens, x_buffer.range(), c.x,
-                                y_buffer.range(), c.y));
+    test::OpGraph g;
+    const ops::WeightMatrix matrix = g.weights(type, c.n_head * c.rows, c.cols, weight_buffer);
+    g.run(ops::matvec_heads(test::device(), matrix, c.n_head, c.n_tokens, g(x_buffer), c.x, g(y_buffer), c.y));
     const std::string what = fmt::format("{} {} heads of {} x {}, {} tokens", gguf::type_name(type), c.n_head, c.rows,
                                          c.cols, c.n_tokens);
     test::check_close(test::download(y_buffer, y_count), want, test::f32_tolerance, seed, what.c_str());
@@ -58,9 +58,10 @@ TEST_CASE("matvec_heads refuses what its kernel cannot take") {
     const test::HostWeights weights = test::random_weights(gguf::GgmlType::F32, 12, 8, 1);
     gpu::Buffer weight_buffer = test::upload_weights(test::device(), test::transfer(), weights);
     gpu::Buffer x = test::zero_buffer(4096), y = test::zero_buffer(4096);
-    const ops::WeightMatrix matrix{gguf::GgmlType::F32, 12, 8, &weight_buffer};
+    test::OpGraph g;
+    const ops::WeightMatrix matrix = g.weights(gguf::GgmlType::F32, 12, 8, weight_buffer);
     auto run = [&](uint32_t n_head, ops::HeadLayout x_layout) {
-        return ops::matvec_heads(test::device(), matrix, n_head, 2, x.range(), x_layout, y.range(), {12, 0, 4});
+        return ops::matvec_heads(test::device(), matrix, n_head, 2, g(x), x_layout, g(y), {12, 0, 4});
     };
     CHECK_NOTHROW(run(3, {24, 0, 8}));
     CHECK_THROWS_AS(run(5, {40, 0, 8}), Error);      // 12 rows over 5 heads
@@ -94,10 +95,10 @@ void check_latent_attention(uint32_t n_head, uint32_t latent, uint32_t rope, ops
     gpu::Buffer position_buffer = test::upload_values(std::span<const int32_t>(positions));
     gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));
     gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
-    const ops::AttentionBuffers buffers{q_buffer.range(), k.range(), k.range(), position_buffer.range(), out.range(),
-                                        scratch.range(), counters.range()};
-    test::run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
-                      : ops::attention_decode(test::device(), config, shape, buffers));
+    test::OpGraph g;
+    const ops::AttentionBuffers buffers{g(q_buffer), g(k), g(k), g(position_buffer), g(out), g(scratch), g(counters)};
+    g.run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
+                  : ops::attention_decode(test::device(), config, shape, buffers));
 
     const std::vector<float> keys = ref::kv_read(kv_type, cache, k_row);
     std::vector<float> values(size_t(n_cells) * latent);
@@ -132,8 +133,9 @@ TEST_CASE("attention with V read from the latent prefix of the K cache (absorbed
 TEST_CASE("attention refuses a V stride shorter than its heads") {
     const ops::AttentionConfig config{.n_head = 2, .n_head_kv = 1, .head_dim_k = 48, .head_dim_v = 32, .scale = 1.0f};
     gpu::Buffer any = test::zero_buffer(1 << 16);
-    const ops::AttentionBuffers buffers{any.range(), any.range(), any.range(), any.range(), any.range(), any.range(),
-                                        any.range()};
+    test::OpGraph g;
+    const graph::Region r = g(any);
+    const ops::AttentionBuffers buffers{r, r, r, r, r, r, r};
     for (uint32_t v_stride : {16u, 34u})
         CHECK_THROWS_AS(ops::attention_decode(test::device(), config, {1, 8, ops::KvType::F16, 0, v_stride}, buffers),
                         Error);

@@ -30,9 +30,9 @@ ref::MoeSelection gpu_route(const ops::MoeRouting& routing, std::span<const floa
     gpu::Buffer bias_buffer = test::upload_values(bias);
     const uint64_t out_bytes = uint64_t(n_tokens) * routing.n_expert_used * 4;
     gpu::Buffer ids = test::zero_buffer(out_bytes), weights = test::zero_buffer(out_bytes);
-    test::run(ops::moe_route(device, routing, logits_buffer.range(),
-                             bias.empty() ? gpu::BufferRange{} : bias_buffer.range(), ids.range(), weights.range(),
-                             n_tokens));
+    test::OpGraph g;
+    g.run(ops::moe_route(device, routing, g(logits_buffer), bias.empty() ? graph::Region{} : g(bias_buffer), g(ids),
+                         g(weights), n_tokens));
     const size_t count = size_t(n_tokens) * routing.n_expert_used;
     return {test::download_values<uint32_t>(ids, count), test::download_values<float>(weights, count)};
 }
@@ -114,8 +114,8 @@ TEST_CASE("moe_group lists each expert's entries in token order") {
     gpu::Buffer ids_buffer = test::upload_values(std::span<const uint32_t>(ids));
     gpu::Buffer counts = test::zero_buffer(n_expert * 4);
     gpu::Buffer entries = test::zero_buffer(ops::moe_group_entries_bytes(n_expert, n_tokens));
-    test::run(ops::moe_group(test::device(), ids_buffer.range(), counts.range(), entries.range(), n_expert, n_used,
-                             n_tokens));
+    test::OpGraph g;
+    g.run(ops::moe_group(test::device(), g(ids_buffer), g(counts), g(entries), n_expert, n_used, n_tokens));
     const std::vector<uint32_t> got_counts = test::download_values<uint32_t>(counts, n_expert);
     const std::vector<uint32_t> got_entries = test::download_values<uint32_t>(entries, size_t(n_expert) * n_tokens);
     for (uint32_t e = 0; e < n_expert; ++e) {
@@ -148,9 +148,9 @@ TEST_CASE("moe_combine adds the weighted experts, then the shared expert, to the
             }
         gpu::Buffer y_buffer = test::upload(y), w_buffer = test::upload(weights), s_buffer = test::upload(shared);
         gpu::Buffer x_buffer = test::upload(x0);
-        test::run(ops::moe_combine(test::device(), y_buffer.range(), w_buffer.range(),
-                                   with_shared ? s_buffer.range() : gpu::BufferRange{}, x_buffer.range(), n, n_used,
-                                   n_tokens));
+        test::OpGraph g;
+        g.run(ops::moe_combine(test::device(), g(y_buffer), g(w_buffer), with_shared ? g(s_buffer) : graph::Region{},
+                               g(x_buffer), n, n_used, n_tokens));
         test::check_close(test::download(x_buffer, want.size()), want, 1e-6, seed, "moe_combine");
     }
 }
@@ -204,7 +204,6 @@ void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCas
                           (uint64_t(c.cols) << 8) ^ c.n_tokens;
     const test::HostWeights weights = test::random_weights(c.type, s.n_expert * s.expert_rows, c.cols, seed);
     const gpu::Buffer weight_buffer = test::upload_weights(device, transfer, weights);
-    const ops::WeightMatrix matrix{c.type, weights.rows, c.cols, &weight_buffer};
     const std::vector<uint32_t> ids = random_ids(c.n_tokens, c.n_used, s.n_expert, seed);
     const uint32_t slots = c.n_tokens * c.n_used;
     gpu::Buffer ids_buffer = upload_on(device, transfer, std::span<const uint32_t>(ids));
@@ -223,21 +222,20 @@ void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCas
                                  x_per_slot, std::span(want).subspan(size_t(t) * c.n_used * s.rows));
         gpu::Buffer x_buffer = upload_on(device, transfer, std::span<const float>(x));
         gpu::Buffer y_buffer = device.allocator().create(want.size() * 4, gpu::MemoryDomain::Device);
-        std::vector<gpu::Dispatch> dispatches;
+        test::OpGraph g(device);
+        const ops::WeightMatrix matrix = g.weights(c.type, weights.rows, c.cols, weight_buffer);
+        std::vector<graph::Dispatch> dispatches;
         if (c.n_tokens == 1) {
-            dispatches = ops::matvec_id(device, matrix, s, {x_buffer.range(), x_per_slot}, ids_buffer.range(),
-                                        {y_buffer.range()}, c.n_used, c.matvec_config);
+            dispatches = ops::matvec_id(device, matrix, s, {g(x_buffer), x_per_slot}, g(ids_buffer), {g(y_buffer)},
+                                        c.n_used, c.matvec_config);
         } else {
-            dispatches = {ops::moe_group(device, ids_buffer.range(), counts.range(), entries.range(), s.n_expert,
-                                         c.n_used, c.n_tokens)};
-            for (gpu::Dispatch& d :
-                 ops::matmul_id(device, matrix, s, x_buffer.range(), x_per_slot, counts.range(), entries.range(),
-                                y_buffer.range(), c.n_tokens, c.n_used, c.matmul_config))
+            dispatches = {
+                ops::moe_group(device, g(ids_buffer), g(counts), g(entries), s.n_expert, c.n_used, c.n_tokens)};
+            for (graph::Dispatch& d : ops::matmul_id(device, matrix, s, g(x_buffer), x_per_slot, g(counts), g(entries),
+                                                     g(y_buffer), c.n_tokens, c.n_used, c.matmul_config))
                 dispatches.push_back(std::move(d));
         }
-        gpu::Commands commands(device);
-        for (const gpu::Dispatch& dispatch : dispatches) commands.record(dispatch);
-        commands.submit_and_wait();
+        g.run(dispatches);
         std::vector<float> got(want.size());
         transfer.readback(y_buffer, std::span(got));
         INFO(fmt::format("{} {} experts of {} rows (rows {}..{}) x {} cols, {} tokens, x per {}, {} segments, seed {}",
@@ -287,8 +285,10 @@ TEST_CASE("matvec_id forms act(gate) * up from each slot's [gate | up] and write
                 std::copy_n(products.begin() + s * rows, rows, want.begin() + s * 2 * rows + rows);
             gpu::Buffer x = test::upload(gate_up), y = test::upload(y0);
             gpu::Buffer id_buffer = test::upload_values(std::span<const uint32_t>(ids));
-            test::run(ops::matvec_id(test::device(), {type, n_expert * rows, cols, &weight_buffer}, {n_expert, rows, 0, rows},
-                                     {x.range(), true, glu}, id_buffer.range(), {y.range(), 2 * rows, rows}, n_slots));
+            test::OpGraph g;
+            g.run(ops::matvec_id(test::device(), g.weights(type, n_expert * rows, cols, weight_buffer),
+                                 {n_expert, rows, 0, rows}, {g(x), true, glu}, g(id_buffer), {g(y), 2 * rows, rows},
+                                 n_slots));
             test::check_close(test::download(y, want.size()), want, tolerance(test::device(), {type, {}, cols}), seed,
                               gguf::type_name(type).data());
         }
@@ -342,7 +342,8 @@ TEST_CASE("matvec_id and matmul_id over split weight buffers, experts straddling
 TEST_CASE("MoE ops refuse shapes they cannot take") {
     gpu::Device& device = test::device();
     gpu::Buffer buffer = device.allocator().create(4096, gpu::MemoryDomain::Device);
-    const gpu::BufferRange range = buffer.range();
+    test::OpGraph g;
+    const graph::Region range = g(buffer);
     using enum ops::MoeScoring;
     CHECK_THROWS_WITH_AS(ops::moe_route(device, {600, 2, Softmax}, range, {}, range, range, 1),
                          doctest::Contains("600 experts"), Error);
@@ -354,7 +355,7 @@ TEST_CASE("MoE ops refuse shapes they cannot take") {
                          doctest::Contains("gating function 3"), Error);
     CHECK_THROWS_WITH_AS(ops::moe_route(device, {128, 2, Softmax}, range, {}, range, range, 9),
                          doctest::Contains("buffers too small"), Error);
-    const ops::WeightMatrix experts{gguf::GgmlType::F32, 32, 16, &buffer};
+    const ops::WeightMatrix experts = g.weights(gguf::GgmlType::F32, 32, 16, buffer);
     CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 4, 8}, {range}, range, {range}, 2),
                          doctest::Contains("do not fit a stack of 32 rows"), Error);
     CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 0, 8}, {range.sub(0, 32)}, range, {range}, 2),

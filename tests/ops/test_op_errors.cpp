@@ -18,7 +18,8 @@ using namespace vkllm;
 TEST_CASE("ops refuse shapes and buffers they cannot run") {
     gpu::Device& device = test::device();
     gpu::Buffer buffer = test::zero_buffer(4096);
-    const gpu::BufferRange r = buffer.range(), small = r.sub(0, 64);
+    test::OpGraph g;
+    const graph::Region r = g(buffer), small = r.sub(0, 64);
 
     CHECK_THROWS_WITH_AS(ops::rmsnorm(device, small, std::nullopt, r, 100, 1, 1e-6f), doctest::Contains("rmsnorm"), Error);
     CHECK_THROWS_AS(ops::softmax(device, r, r, 0, 1), Error);
@@ -59,7 +60,7 @@ TEST_CASE("ops refuse shapes and buffers they cannot run") {
                                            {.n_tokens = 1, .n_cells = 1000}, buffers),
                     Error);
 
-    const ops::WeightMatrix weights{gguf::GgmlType::Q4_0, 2, 32, &buffer};
+    const ops::WeightMatrix weights = g.weights(gguf::GgmlType::Q4_0, 2, 32, buffer);
     CHECK_THROWS_AS(ops::get_rows(device, weights, r, small, 10), Error);
-    CHECK_THROWS_AS(ops::get_rows(device, {gguf::GgmlType::Q4_0, 2, 48, &buffer}, r, r, 1), Error);
+    CHECK_THROWS_AS(ops::get_rows(device, g.weights(gguf::GgmlType::Q4_0, 2, 48, buffer), r, r, 1), Error);
 }

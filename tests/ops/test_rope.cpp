@@ -33,8 +33,8 @@ void check_rope(const RopeCase& c, uint64_t seed) {
     gpu::Buffer position_buffer = test::upload_values(std::span<const int32_t>(positions));
     const ops::RopeShape shape{.n_tokens = c.n_tokens, .n_head = c.n_head, .head_dim = c.head_dim,
                                .token_stride = c.token_stride};
-    test::run(ops::rope(test::device(), c.config, shape, phase_buffer.range(), position_buffer.range(),
-                        x_buffer.range()));
+    test::OpGraph g;
+    g.run(ops::rope(test::device(), c.config, shape, g(phase_buffer), g(position_buffer), g(x_buffer)));
     // The reference works on packed heads: rotate those, and expect the gaps between tokens untouched.
     std::vector<float> heads(size_t(c.n_tokens) * c.n_head * c.head_dim), want = x;
     for (uint32_t t = 0; t < c.n_tokens; ++t)
@@ -73,8 +73,8 @@ TEST_CASE("attention temperature scaling: exact floor steps at multiples of the 
     const uint32_t n_tokens = uint32_t(positions.size());
     const std::vector<float> x = test::random_floats(size_t(n_tokens) * row, seed);
     gpu::Buffer x_buffer = test::upload(x), position_buffer = test::upload_values(std::span<const int32_t>(positions));
-    test::run(ops::attn_temp(test::device(), position_buffer.range(), x_buffer.range(), n_tokens, row, 0.1f,
-                             floor_length));
+    test::OpGraph g;
+    g.run(ops::attn_temp(test::device(), g(position_buffer), g(x_buffer), n_tokens, row, 0.1f, floor_length));
     std::vector<float> want = x;
     ref::attn_temp_scale(want, row, positions, 0.1f, floor_length);
     test::check_close(test::download(x_buffer, x.size()), want, test::f32_tolerance, seed, "attn_temp");

@@ -64,8 +64,9 @@ void check_rope_kv(const RopeKvCase& c, uint64_t seed) {
     const ops::RopeKvShape shape{.n_tokens = c.n_tokens, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
                                  .head_dim = c.head_dim, .head_dim_v = c.head_dim_v, .token_stride = stride,
                                  .n_cells = n_cells};
-    test::run(ops::rope_kv_write(test::device(), c.rope, c.type, shape, phase_buffer.range(), position_buffer.range(),
-                                 slot_buffer.range(), qkv_buffer.range(), k_cache.range(), v_cache.range()));
+    test::OpGraph g;
+    g.run(ops::rope_kv_write(test::device(), c.rope, c.type, shape, g(phase_buffer), g(position_buffer), g(slot_buffer),
+                             g(qkv_buffer), g(k_cache), g(v_cache)));
 
     test::check_close(test::download(qkv_buffer, qkv.size()), want_qkv, test::f32_tolerance, seed, "q rotated, k, v kept");
     // Cache values compared dequantized: an f32 rounding difference may move a value across an f16 or
@@ -101,7 +102,8 @@ TEST_CASE("rope_kv_write: RoPE and both cache writes in one pass, as rope then k
 
 TEST_CASE("rope_kv_write refuses shapes the cache cannot take") {
     gpu::Buffer buffer = test::zero_buffer(1 << 16);
-    const gpu::BufferRange r = buffer.range();
+    test::OpGraph g;
+    const graph::Region r = g(buffer);
     const ops::RopeConfig rope{.n_dims = 64};
     const ops::RopeKvShape shape{.n_tokens = 1, .n_head = 4, .n_head_kv = 1, .head_dim = 48, .head_dim_v = 48,
                                  .n_cells = 4};

@@ -25,13 +25,16 @@ TEST_CASE("rmsnorm: whole rows and per-head rows, with and without a weight, in 
         const std::vector<float> w = test::random_floats(c.n, seed + c.n + 1, 0.5f, 1.5f);
         gpu::Buffer x_buffer = test::upload(x), w_buffer = test::upload(w);
         gpu::Buffer y_buffer = test::zero_buffer(x.size() * 4);
-        std::optional<gpu::BufferRange> weight;
-        if (c.weight) weight = w_buffer.range();
-        test::run(ops::rmsnorm(test::device(), x_buffer.range(), weight, y_buffer.range(), c.n, c.rows, 1e-5f));
+        test::OpGraph g;
+        g.run(ops::rmsnorm(test::device(), g(x_buffer), c.weight ? std::optional(g(w_buffer)) : std::nullopt,
+                           g(y_buffer), c.n, c.rows, 1e-5f));
         std::vector<float> want(x.size());
         ref::rmsnorm(x, c.weight ? std::span<const float>(w) : std::span<const float>(), c.n, 1e-5f, want);
         test::check_close(test::download(y_buffer, x.size()), want, test::f32_tolerance, seed, "rmsnorm");
-        test::run(ops::rmsnorm(test::device(), x_buffer.range(), weight, x_buffer.range(), c.n, c.rows, 1e-5f));
+        test::OpGraph in_place;
+        in_place.run(ops::rmsnorm(test::device(), in_place(x_buffer),
+                                  c.weight ? std::optional(in_place(w_buffer)) : std::nullopt, in_place(x_buffer), c.n,
+                                  c.rows, 1e-5f));
         test::check_close(test::download(x_buffer, x.size()), want, test::f32_tolerance, seed, "rmsnorm in place");
     }
 }
@@ -42,8 +45,9 @@ TEST_CASE("rmsnorm of per-head rows in groups: q heads in place in fused QKV row
     const std::vector<float> x = test::random_floats(size_t(n_tokens) * row, seed, -3.0f, 2.0f);
     const std::vector<float> w = test::random_floats(head_dim, seed + 1, 0.5f, 1.5f);
     gpu::Buffer x_buffer = test::upload(x), w_buffer = test::upload(w);
-    test::run(ops::rmsnorm_grouped(test::device(), x_buffer.range(), w_buffer.range(), x_buffer.range(), head_dim,
-                                   n_tokens * n_head, 1e-6f, n_head, row));
+    test::OpGraph g;
+    g.run(ops::rmsnorm_grouped(test::device(), g(x_buffer), g(w_buffer), g(x_buffer), head_dim, n_tokens * n_head,
+                               1e-6f, n_head, row));
     std::vector<float> want = x;
     for (uint32_t t = 0; t < n_tokens; ++t) {
         const std::span<const float> q(&x[size_t(t) * row], n_head * head_dim);
@@ -60,8 +64,9 @@ TEST_CASE("rmsnorm_qk_heads: q heads with one weight, k heads with another, v he
     const std::vector<float> q_w = test::random_floats(head_dim, seed + 1, 0.5f, 1.5f);
     const std::vector<float> k_w = test::random_floats(head_dim, seed + 2, -1.5f, -0.5f);
     gpu::Buffer x_buffer = test::upload(x), q_buffer = test::upload(q_w), k_buffer = test::upload(k_w);
-    test::run(ops::rmsnorm_qk_heads(test::device(), x_buffer.range(), q_buffer.range(), k_buffer.range(), head_dim,
-                                    n_head, n_head_kv, n_tokens, row, 1e-6f));
+    test::OpGraph g;
+    g.run(ops::rmsnorm_qk_heads(test::device(), g(x_buffer), g(q_buffer), g(k_buffer), head_dim, n_head, n_head_kv,
+                                n_tokens, row, 1e-6f));
     std::vector<float> want = x;
     for (uint32_t t = 0; t < n_tokens; ++t) {
         const size_t q0 = size_t(t) * row, k0 = q0 + n_head * head_dim;
@@ -80,14 +85,16 @@ TEST_CASE("rmsnorm_add: y += rmsnorm(x) * weight, rows of vec4 and odd lengths")
         const std::vector<float> w = test::random_floats(n, seed + n + 1, 0.5f, 1.5f);
         const std::vector<float> y = test::random_floats(size_t(n) * rows, seed + n + 2, -1.0f, 1.0f);
         gpu::Buffer x_buffer = test::upload(x), w_buffer = test::upload(w), y_buffer = test::upload(y);
-        test::run(ops::rmsnorm_add(test::device(), x_buffer.range(), w_buffer.range(), y_buffer.range(), n, rows, 1e-6f));
+        test::OpGraph g;
+        g.run(ops::rmsnorm_add(test::device(), g(x_buffer), g(w_buffer), g(y_buffer), n, rows, 1e-6f));
         std::vector<float> want(x.size());
         ref::rmsnorm(x, w, n, 1e-6f, want);
         for (size_t i = 0; i < want.size(); ++i) want[i] += y[i];
         test::check_close(test::download(y_buffer, y.size()), want, test::f32_tolerance, seed, "rmsnorm_add");
     }
     gpu::Buffer buffer = test::zero_buffer(64 * 4), w_buffer = test::zero_buffer(64 * 4);
-    CHECK_THROWS_WITH_AS(ops::rmsnorm_add(test::device(), buffer.range(), w_buffer.range(), buffer.range(), 64, 1, 1e-6f),
+    test::OpGraph g;
+    CHECK_THROWS_WITH_AS(ops::rmsnorm_add(test::device(), g(buffer), g(w_buffer), g(buffer), 64, 1, 1e-6f),
                          doctest::Contains("overlap"), Error);
 }
 
@@ -101,7 +108,8 @@ TEST_CASE("softmax: rows from a few experts to a vocabulary, scaled") {
         CAPTURE(c.n);
         const std::vector<float> x = test::random_floats(size_t(c.n) * c.rows, seed + c.n, -20.0f, 20.0f);
         gpu::Buffer x_buffer = test::upload(x), y_buffer = test::zero_buffer(x.size() * 4);
-        test::run(ops::softmax(test::device(), x_buffer.range(), y_buffer.range(), c.n, c.rows, c.scale));
+        test::OpGraph g;
+        g.run(ops::softmax(test::device(), g(x_buffer), g(y_buffer), c.n, c.rows, c.scale));
         std::vector<float> want(x.size());
         ref::softmax(x, c.n, c.scale, want);
         test::check_close(test::download(y_buffer, x.size()), want, test::f32_tolerance, seed, "softmax");
@@ -125,7 +133,8 @@ TEST_CASE("top-k and argmax: exact indices and values, ties to the lower index, 
         const ops::TopKShape shape{.n = c.n, .n_rows = c.rows, .k = c.k};
         gpu::Buffer x_buffer = test::upload(x), scratch = test::zero_buffer(shape.scratch_bytes());
         gpu::Buffer values = test::zero_buffer(size_t(c.rows) * c.k * 4), indices = test::zero_buffer(size_t(c.rows) * c.k * 4);
-        test::run(ops::top_k(test::device(), shape, x_buffer.range(), values.range(), indices.range(), scratch.range()));
+        test::OpGraph g;
+        g.run(ops::top_k(test::device(), shape, g(x_buffer), g(values), g(indices), g(scratch)));
         const ref::TopK want = ref::top_k(x, c.n, c.k);
         INFO("seed ", seed);
         CHECK(test::download_values<uint32_t>(indices, want.indices.size()) == want.indices);

@@ -74,18 +74,19 @@ void check_msa(const MsaCase& c, uint64_t seed) {
     gpu::Buffer scores = test::zero_buffer(selection_bytes), blocks = test::zero_buffer(selection_bytes);
     gpu::Buffer scratch = test::zero_buffer(ops::msa_select_scratch_bytes(msa, shape));
     gpu::Buffer out = test::upload(std::vector<float>(size_t(n_tokens) * config.n_head * config.head_dim_v, NAN));
-    const ops::MsaSelection selection{scores.range(), blocks.range()};
+    test::OpGraph g;
+    const ops::MsaSelection selection{g(scores), g(blocks)};
 
-    std::vector<gpu::Dispatch> passes{ops::msa_key_write(test::device(), msa, n_tokens, msa.index_dim + 8, c.n_cells,
-                                                         keys.range(), positions.range(), key_cache_buffer.range())};
-    for (gpu::Dispatch& pass : ops::msa_select(test::device(), msa, shape, iq_buffer.range(), key_cache_buffer.range(),
-                                               positions.range(), selection, scratch.range()))
+    std::vector<graph::Dispatch> passes{ops::msa_key_write(test::device(), msa, n_tokens, msa.index_dim + 8, c.n_cells,
+                                                           g(keys), g(positions), g(key_cache_buffer))};
+    for (graph::Dispatch& pass : ops::msa_select(test::device(), msa, shape, g(iq_buffer), g(key_cache_buffer),
+                                                 g(positions), selection, g(scratch)))
         passes.push_back(std::move(pass));
-    passes.push_back(ops::msa_attention(test::device(), config, msa,
-                                        {.n_tokens = n_tokens, .n_cells = c.n_cells, .kv_type = c.kv_type,
-                                         .q_stride = c.q_stride},
-                                        {q_buffer.range(), k.range(), v.range(), positions.range(), out.range(), selection}));
-    test::run(passes);
+    passes.push_back(
+        ops::msa_attention(test::device(), config, msa,
+                           {.n_tokens = n_tokens, .n_cells = c.n_cells, .kv_type = c.kv_type, .q_stride = c.q_stride},
+                           {g(q_buffer), g(k), g(v), g(positions), g(out), selection}));
+    g.run(passes);
 
     for (uint32_t t = 0; t < n_tokens; ++t)
         if (c.positions[t] < int32_t(c.n_cells))
@@ -142,15 +143,15 @@ TEST_CASE("sparse attention: invalid configurations are refused") {
     gpu::Buffer any = test::zero_buffer(1 << 16);
     const ops::MsaConfig msa{.n_index_head = 2, .index_dim = 32, .block_size = 16, .top_k = 3, .local_blocks = 1};
     const ops::AttentionConfig config{.n_head = 8, .n_head_kv = 2, .head_dim_k = 32, .head_dim_v = 32, .scale = 1.0f};
-    const ops::MsaAttentionBuffers buffers{any.range(), any.range(), any.range(), any.range(), any.range(),
-                                           {any.range(), any.range()}};
+    test::OpGraph g;
+    const graph::Region r = g(any);
+    const ops::MsaAttentionBuffers buffers{r, r, r, r, r, {r, r}};
     ops::MsaConfig bad_dim = msa;
     bad_dim.index_dim = 30;
-    CHECK_THROWS_AS(ops::msa_key_write(test::device(), bad_dim, 1, 0, 16, any.range(), any.range(), any.range()), Error);
+    CHECK_THROWS_AS(ops::msa_key_write(test::device(), bad_dim, 1, 0, 16, r, r, r), Error);
     ops::MsaConfig no_top = msa;
     no_top.top_k = 0;
-    CHECK_THROWS_AS(ops::msa_select(test::device(), no_top, {.n_tokens = 1, .n_cells = 16}, any.range(), any.range(),
-                                    any.range(), {any.range(), any.range()}, any.range()), Error);
+    CHECK_THROWS_AS(ops::msa_select(test::device(), no_top, {.n_tokens = 1, .n_cells = 16}, r, r, r, {r, r}, r), Error);
     ops::AttentionConfig three_groups = config;
     three_groups.n_head_kv = 4;
     CHECK_THROWS_AS(ops::msa_attention(test::device(), three_groups, msa, {.n_tokens = 1, .n_cells = 16}, buffers), Error);

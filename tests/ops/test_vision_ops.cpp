@@ -19,9 +19,12 @@ TEST_CASE("layernorm: rows of odd and wide sizes, offset inputs, in place") {
         std::vector<float> want(x.size());
         ref::layernorm(x, w, bias, n, 1e-6f, want);
         gpu::Buffer xb = test::upload(x), wb = test::upload(w), bb = test::upload(bias), y = test::zero_buffer(x.size() * 4);
-        test::run(ops::layernorm(test::device(), xb.range(), wb.range(), bb.range(), y.range(), n, rows, 1e-6f));
+        test::OpGraph g;
+        g.run(ops::layernorm(test::device(), g(xb), g(wb), g(bb), g(y), n, rows, 1e-6f));
         test::check_close(test::download(y, x.size()), want, test::f32_tolerance, seed, "layernorm");
-        test::run(ops::layernorm(test::device(), xb.range(), wb.range(), bb.range(), xb.range(), n, rows, 1e-6f));
+        test::OpGraph in_place;
+        in_place.run(
+            ops::layernorm(test::device(), in_place(xb), in_place(wb), in_place(bb), in_place(xb), n, rows, 1e-6f));
         test::check_close(test::download(xb, x.size()), want, test::f32_tolerance, seed, "layernorm in place");
     }
 }
@@ -36,7 +39,8 @@ TEST_CASE("gelu: saturated inputs and sizes off multiples of 4") {
         std::vector<float> want(n);
         ref::gelu(x, want);
         gpu::Buffer xb = test::upload(x), y = test::zero_buffer(n * 4);
-        test::run(ops::gelu(test::device(), xb.range(), y.range(), n));
+        test::OpGraph g;
+        g.run(ops::gelu(test::device(), g(xb), g(y), n));
         test::check_close(test::download(y, n), want, test::f32_tolerance, seed, "gelu");
     }
 }
@@ -51,19 +55,24 @@ TEST_CASE("patch grids: 4x4 average pool, 2x2 merge and row breaks on non-square
         const ops::PatchGrid grid{n_embd, nx, ny};
 
         const std::vector<float> pooled = ref::avg_pool_2d(x, n_embd, nx, ny, 4);
-        test::run(ops::avg_pool_2d(test::device(), grid, 4, xb.range(), out.range()));
+        test::OpGraph pool;
+        pool.run(ops::avg_pool_2d(test::device(), grid, 4, pool(xb), pool(out)));
         test::check_close(test::download(out, pooled.size()), pooled, test::f32_tolerance, seed, "avg_pool_2d");
 
         const std::vector<float> merged = ref::patch_merge(x, n_embd, nx, ny, 2);
-        test::run(ops::patch_merge(test::device(), grid, 2, xb.range(), out.range()));
+        test::OpGraph merge;
+        merge.run(ops::patch_merge(test::device(), grid, 2, merge(xb), merge(out)));
         CHECK(test::download(out, merged.size()) == merged);
 
         const std::vector<float> row_break = test::random_floats(n_embd, seed + 1);
         const std::vector<float> rows = ref::row_breaks(x, row_break, n_embd, nx, ny);
         gpu::Buffer breaks = test::upload(row_break);
-        test::run(ops::row_breaks(test::device(), grid, xb.range(), breaks.range(), out.range()));
+        test::OpGraph breaks_between;
+        breaks_between.run(
+            ops::row_breaks(test::device(), grid, breaks_between(xb), breaks_between(breaks), breaks_between(out)));
         CHECK(test::download(out, rows.size()) == rows);
     }
-    CHECK_THROWS_AS(ops::avg_pool_2d(test::device(), {4, 6, 8}, 4, test::zero_buffer(1024).range(),
-                                     test::zero_buffer(1024).range()), Error);
+    test::OpGraph g;
+    gpu::Buffer in = test::zero_buffer(1024), out = test::zero_buffer(1024);
+    CHECK_THROWS_AS(ops::avg_pool_2d(test::device(), {4, 6, 8}, 4, g(in), g(out)), Error);
 }

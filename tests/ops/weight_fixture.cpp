@@ -5,6 +5,7 @@
 #include "core/env.h"
 #include "gguf/quants.h"
 #include "gpu_fixture.h"
+#include "op_harness.h"
 
 namespace vkllm::test {
 
@@ -20,9 +21,8 @@ gpu::Buffer upload_floats(gpu::Device& device, gpu::Transfer& transfer, std::spa
 std::vector<float> run(gpu::Device& device, gpu::Transfer& transfer, std::span<const float> x,
                        std::span<const float> y0, auto make_dispatches) {
     gpu::Buffer x_buffer = upload_floats(device, transfer, x), y_buffer = upload_floats(device, transfer, y0);
-    gpu::Commands commands(device);
-    for (const gpu::Dispatch& dispatch : make_dispatches(x_buffer.range(), y_buffer.range())) commands.record(dispatch);
-    commands.submit_and_wait();
+    OpGraph op_graph(device);
+    op_graph.run(make_dispatches(op_graph, op_graph(x_buffer), op_graph(y_buffer)));
     std::vector<float> y(y0.size());
     transfer.readback(y_buffer, std::span(y));
     return y;
@@ -61,19 +61,19 @@ gpu::Buffer upload_weights(gpu::Device& device, gpu::Transfer& transfer, const H
 std::vector<float> gpu_matvec(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
                               const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
                               bool accumulate, std::optional<ops::MatvecConfig> config, uint32_t n_tokens) {
-    const ops::WeightMatrix matrix{weights.type, weights.rows, weights.cols, &weight_buffer};
-    return run(device, transfer, x, y0, [&](const gpu::BufferRange& x_range, const gpu::BufferRange& y_range) {
-        return n_tokens == 1 ? ops::matvec(device, matrix, x_range, y_range, accumulate, config)
-                             : ops::matvec_batch(device, matrix, x_range, y_range, n_tokens, accumulate, config);
+    return run(device, transfer, x, y0, [&](OpGraph& g, graph::Region x_region, graph::Region y_region) {
+        const ops::WeightMatrix matrix = g.weights(weights.type, weights.rows, weights.cols, weight_buffer);
+        return n_tokens == 1 ? ops::matvec(device, matrix, x_region, y_region, accumulate, config)
+                             : ops::matvec_batch(device, matrix, x_region, y_region, n_tokens, accumulate, config);
     });
 }
 
 std::vector<float> gpu_matmul(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
                               const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
                               uint32_t n_tokens, bool accumulate, std::optional<ops::MatmulConfig> config) {
-    const ops::WeightMatrix matrix{weights.type, weights.rows, weights.cols, &weight_buffer};
-    return run(device, transfer, x, y0, [&](const gpu::BufferRange& x_range, const gpu::BufferRange& y_range) {
-        return ops::matmul(device, matrix, x_range, y_range, n_tokens, accumulate, config);
+    return run(device, transfer, x, y0, [&](OpGraph& g, graph::Region x_region, graph::Region y_region) {
+        const ops::WeightMatrix matrix = g.weights(weights.type, weights.rows, weights.cols, weight_buffer);
+        return ops::matmul(device, matrix, x_region, y_region, n_tokens, accumulate, config);
     });
 }
 
