@@ -254,7 +254,7 @@ std::optional<std::vector<float>> File::get_f32_array(std::string_view key) cons
     if (!v) return std::nullopt;
     if (v->type != ValueType::Array || v->element_type != ValueType::F32) wrong_type(name_, key, *v, "array of f32");
     std::vector<float> out(v->count);
-    std::memcpy(out.data(), v->scalars.data(), v->scalars.size());
+    if (!out.empty()) std::memcpy(out.data(), v->scalars.data(), v->scalars.size());  // empty: both null
     return out;
 }
 

@@ -72,6 +72,15 @@ TEST_CASE("arrays: strings as views, numbers converted, nested arrays as values"
     CHECK(error_of([&] { (void)f.get_u32_array("test.i32_array"); }).find("item 1 holds -2") != std::string::npos);
     CHECK(error_of([&] { (void)f.get_string_array("test.f32_array"); }).find("is array of f32") != std::string::npos);
 
+    // Empty arrays are empty vectors (an empty f32 array once reached memcpy with null pointers,
+    // which the GGUF fuzzer found under UBSan).
+    Writer empty;
+    empty.add_array("test.no_f32", std::span<const float>());
+    empty.add_array("test.no_i32", std::span<const int32_t>());
+    const File without_items = File::from_bytes(empty.bytes());
+    CHECK(without_items.get_f32_array("test.no_f32") == std::vector<float>{});
+    CHECK(without_items.get_i32_array("test.no_i32") == std::vector<int32_t>{});
+
     const Value* nested = f.find("test.nested");
     REQUIRE(nested);
     CHECK(nested->element_type == ValueType::Array);
