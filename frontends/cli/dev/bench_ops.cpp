@@ -13,7 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
+#include "../commands.h"
+#include "../options.h"
 #include "core/error.h"
 #include "gguf/quants.h"
 #include "gpu/device.h"
@@ -26,7 +27,6 @@
 #include "ops/attention.h"
 #include "ops/matmul.h"
 #include "ops/matvec.h"
-#include "options.h"
 #include "params.h"
 
 namespace vkllm::cli {

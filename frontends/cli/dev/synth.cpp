@@ -14,12 +14,12 @@
 
 #include <fmt/format.h>
 
-#include "commands.h"
+#include "../commands.h"
+#include "../options.h"
 #include "core/error.h"
 #include "gguf/quants.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
-#include "options.h"
 #include "synth_minimax.h"
 
 namespace vkllm::cli {
