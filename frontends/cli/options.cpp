@@ -33,7 +33,8 @@ std::string wrapped(std::string_view text, size_t indent) {
         const std::string_view word = text.substr(0, space);
         text = space == std::string_view::npos ? std::string_view() : text.substr(space + 1);
         if (column > indent && column + 1 + word.size() > help_width) {
-            out += "\n" + std::string(indent, ' ');
+            out += '\n';
+            out.append(indent, ' ');
             column = indent;
         } else if (column > indent) {
             out += ' ';
