@@ -199,7 +199,8 @@ VKLLM_PARAMS_STRUCT(BenchReadParams) {
     uint contiguous;
 } VKLLM_PARAMS_END(BenchReadParams, 12);
 
-// bench_fma (vkllm bench-ops): `iterations` rounds of FMA chains per invocation.
+// bench_fma (vkllm bench-ops): `iterations` rounds of FMA chains per invocation (bench_dot_i8: of
+// int8 dot-product chains on the bits of multiplier and addend).
 VKLLM_PARAMS_STRUCT(BenchFmaParams) {
     uint iterations;
     float multiplier;
