@@ -155,3 +155,15 @@ TEST_CASE("perplexity: low on the model's own greedy story, high on its words sh
     std::filesystem::remove(story_path);
     std::filesystem::remove(shuffled_path);
 }
+
+TEST_CASE("bench-ops --only arithmetic reports the int8 dot-product ceiling exactly where the device has it") {
+    auto devices = run_cli("devices --json");
+    REQUIRE(devices.exit_code == 0);
+    auto json = nlohmann::json::parse(devices.out);
+    const bool integer_dot_product = json["devices"][json["chosen"].get<size_t>()]["integer_dot_product"];
+    auto result = run_cli("bench-ops --only arithmetic --type q8_0 --rows 256 --cols 256 --repeat 1");
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.out.find("arithmetic ceiling: f32 FMA") != std::string::npos);
+    CHECK((result.out.find("int8 dot") != std::string::npos) == integer_dot_product);
+    CHECK(result.out.find("matmul_q8_0") != std::string::npos);
+}

@@ -4,9 +4,10 @@
 // and through texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
 // Then the device's matvec of each type on 2, 4 and 8 vectors at once (matvec_batch, a server's decode
 // step) next to matmul on as many, in time per batch against one vector's; the arithmetic ceiling (an
-// FMA-bound kernel, f32 and f16 where the device has fp16 arithmetic) with each type's matmul on 64
-// tokens as a fraction of its variant's; then decode attention with the 1B llama's heads over a few
-// cache fills, in GB/s of the cache read.
+// FMA-bound kernel, f32 and f16 where the device has fp16 arithmetic, and its int8 dot-product form
+// where the device has VK_KHR_shader_integer_dot_product) with each type's matmul on 64 tokens as a
+// fraction of its variant's; then decode attention with the 1B llama's heads over a few cache fills,
+// in GB/s of the cache read.
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -233,17 +234,19 @@ void bench_attention(gpu::Device& device, uint32_t keys, uint32_t n_cells, Timin
                 double(bytes) / (1 << 20), ms, gb_per_s(bytes, ms));
 }
 
-// GFLOP/s of the FMA-bound kernel: 256 workgroups of 64 invocations, 512 iterations of 128 FMAs each.
-double fma_gflops(gpu::Device& device, bool float16, Timing timing) {
-    const uint32_t groups = 256, invocations = groups * 64, iterations = 512, fmas_per_iteration = 128;
-    const gpu::Pipeline& fma = device.pipelines().get(float16 ? "bench_fma_f16" : "bench_fma_f32", {{0, 64}});
+// Giga-operations per second of a variant of the arithmetic-bound kernel (bench_fma_f32, bench_fma_f16,
+// bench_dot_i8): 256 workgroups of 64 invocations, 512 iterations of 32 chain steps each, a step being
+// 8 operations (a vec4 FMA: 4 multiplies and 4 adds; a packed 4x8-bit dot product accumulated: the same).
+double ceiling_gops(gpu::Device& device, const char* kernel, Timing timing) {
+    const uint32_t groups = 256, invocations = groups * 64, iterations = 512, steps_per_iteration = 32;
+    const gpu::Pipeline& pipeline = device.pipelines().get(kernel, {{0, 64}});
     gpu::Buffer sums = device.allocator().create(uint64_t(invocations) * 4, gpu::MemoryDomain::Device);
-    gpu::Dispatch dispatch{.pipeline = &fma};
+    gpu::Dispatch dispatch{.pipeline = &pipeline};
     dispatch.bindings = {{sums.range(), gpu::Access::Write}};
     dispatch.params(params::BenchFmaParams{iterations, 0.999f, 0.001f});
     dispatch.groups = {groups, 1, 1};
     const double ms = run_ms(device, timing, [&](gpu::Commands& c) { c.record(dispatch); });
-    return 2.0 * invocations * iterations * fmas_per_iteration / (ms * 1e6);
+    return 8.0 * invocations * iterations * steps_per_iteration / (ms * 1e6);
 }
 
 // Each type's matmul on 64 tokens (the device's launch) as a fraction of the arithmetic ceiling of
@@ -251,9 +254,13 @@ double fma_gflops(gpu::Device& device, bool float16, Timing timing) {
 void bench_arithmetic(gpu::Device& device, const Settings& options) {
     const gpu::Capabilities& caps = device.caps();
     const Timing timing{options.repeat, options.fastest};
-    const double f32 = fma_gflops(device, false, timing), f16 = caps.use_float16() ? fma_gflops(device, true, timing) : 0;
+    const double f32 = ceiling_gops(device, "bench_fma_f32", timing);
+    const double f16 = caps.use_float16() ? ceiling_gops(device, "bench_fma_f16", timing) : 0;
     std::printf("arithmetic ceiling: f32 FMA %.1f GFLOP/s", f32);
     if (f16 > 0) std::printf(", f16 FMA %.1f GFLOP/s", f16);
+    if (caps.integer_dot_product)  // the ceiling a Q8-activation matmul would be put against
+        std::printf(", int8 dot %.1f GOPS%s", ceiling_gops(device, "bench_dot_i8", timing),
+                    caps.integer_dot_product_accelerated ? "" : " (not accelerated)");
     std::printf("\nmatmul %u x %u on 64 tokens, %s of %u runs:\n", options.rows, options.cols,
                 options.fastest ? "fastest" : "median", options.repeat);
     std::printf("  %-24s %9s %9s %8s\n", "pipeline", "ms", "GFLOP/s", "of FMA");
