@@ -43,13 +43,18 @@ Encoder::Encoder(gpu::Device& device, const gguf::File& mmproj)
 
 Encoder::~Encoder() = default;
 
+ImageSize Encoder::input_size(const Image& image) const {
+    return hp_.projector == ProjectorType::Gemma3 ? gemma3_input_size(hp_) : pixtral_input_size(hp_, image);
+}
+
 Image Encoder::input_image(const Image& image) const {
-    return hp_.projector == ProjectorType::Gemma3 ? gemma3_input(hp_, image) : pixtral_input(hp_, image);
+    const ImageSize size = input_size(image);
+    return letterbox(image, size.width, size.height, ResizeFilter::Bilinear);
 }
 
 uint32_t Encoder::positions(const Image& image) const {
-    const Image input = input_image(image);
-    return output_tokens(hp_, w_, input.width / hp_.patch_size, input.height / hp_.patch_size);
+    const ImageSize size = input_size(image);
+    return output_tokens(hp_, w_, size.width / hp_.patch_size, size.height / hp_.patch_size);
 }
 
 Encoder::Run& Encoder::run_for(uint32_t nx, uint32_t ny) {

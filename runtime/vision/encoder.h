@@ -12,6 +12,7 @@
 #include "graph/baked.h"
 #include "vision/clip.h"
 #include "vision/image.h"
+#include "vision/preprocess.h"
 
 namespace vkllm::vision {
 
@@ -35,9 +36,10 @@ public:
 
     const ClipHparams& hparams() const { return hp_; }
     uint64_t weight_bytes() const { return weight_bytes_; }
-    // The image as the encoder sees it (resized, letterboxed).
+    // The image as the encoder sees it (resized, letterboxed), and its size.
     Image input_image(const Image& image) const;
-    // Prompt positions the image's embeddings will take, without encoding it.
+    ImageSize input_size(const Image& image) const;
+    // Prompt positions the image's embeddings will take, without encoding or resizing it.
     uint32_t positions(const Image& image) const;
     // The projector's output for the image; cached by content hash, valid as long as the Encoder.
     const ImageEmbeddings& encode(const Image& image);

@@ -18,12 +18,11 @@ constexpr uint64_t min_image_tokens = 8, max_image_tokens = 1024;
 
 }  // namespace
 
-Image pixtral_input(const ClipHparams& hp, const Image& image) {
+ImageSize pixtral_input_size(const ClipHparams& hp, const Image& image) {
     const uint32_t align = hp.patch_size * hp.n_merge;
     const uint64_t token_pixels = uint64_t(align) * align;
-    const ImageSize size = size_preserving_ratio({image.width, image.height}, align, min_image_tokens * token_pixels,
-                                                 max_image_tokens * token_pixels);
-    return letterbox(image, size.width, size.height, ResizeFilter::Bilinear);
+    return size_preserving_ratio({image.width, image.height}, align, min_image_tokens * token_pixels,
+                                 max_image_tokens * token_pixels);
 }
 
 std::array<ops::RopeConfig, 2> pixtral_rope_configs(const ClipHparams& hp) {

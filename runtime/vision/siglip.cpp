@@ -8,9 +8,7 @@
 
 namespace vkllm::vision {
 
-Image gemma3_input(const ClipHparams& hp, const Image& image) {
-    return letterbox(image, hp.image_size, hp.image_size, ResizeFilter::Bilinear);
-}
+ImageSize gemma3_input_size(const ClipHparams& hp) { return {hp.image_size, hp.image_size}; }
 
 void build_gemma3_projector(model::blocks::Builder& b, const ClipHparams& hp, const ClipWeights& w, graph::Region x,
                             uint32_t nx, uint32_t ny, graph::Region out) {

@@ -7,6 +7,7 @@
 #include "model/blocks.h"
 #include "vision/clip.h"
 #include "vision/image.h"
+#include "vision/preprocess.h"
 
 namespace vkllm::vision {
 
@@ -35,9 +36,10 @@ void build_pixtral_projector(model::blocks::Builder& b, const ClipHparams& hp, c
 // each head at even frequencies, columns (pos_w) the second half at odd ones (model-notes.md D.3).
 std::array<ops::RopeConfig, 2> pixtral_rope_configs(const ClipHparams& hp);
 
-// The encoder's input image for each projector: Gemma 3 letterboxed to image_size square (bilinear),
-// Pixtral resized to multiples of patch * merge, 8 to 1024 merged tokens (model-notes.md D.2, D.3).
-Image gemma3_input(const ClipHparams& hp, const Image& image);
-Image pixtral_input(const ClipHparams& hp, const Image& image);
+// The size the encoder's input image is letterboxed to (bilinear) for each projector: Gemma 3's
+// image_size square, Pixtral's multiples of patch * merge, 8 to 1024 merged tokens (model-notes.md
+// D.2, D.3).
+ImageSize gemma3_input_size(const ClipHparams& hp);
+ImageSize pixtral_input_size(const ClipHparams& hp, const Image& image);
 
 }  // namespace vkllm::vision
