@@ -49,13 +49,12 @@ BakedGraph::BakedGraph(std::unique_ptr<State> state) : state_(std::move(state)) 
 
 BakedGraph::BakedGraph(BakedGraph&&) noexcept = default;
 
-Region State::resolve(const Region& region, const std::string& pass) const {
+void State::check_bounds(const Region& region, const std::string& pass) const {
     if (region.resource >= resources.size()) fail("pass '{}' names a resource that does not exist", pass);
     const auto& resource = resources[region.resource];
     if (region.size == 0 || region.offset + region.size > resource.size)
         fail("pass '{}': region [{}, +{}) of '{}' lies outside its {} bytes", pass, region.offset, region.size,
              resource.name, resource.size);
-    return region;
 }
 
 void BakedGraph::order_passes() {
@@ -64,8 +63,8 @@ void BakedGraph::order_passes() {
     std::vector<std::vector<Footprint>> footprints(s.passes.size());
     for (size_t p = 0; p < s.passes.size(); ++p) {
         Pass& pass = *s.passes[p];
-        auto add = [&](Region region, bool write) {
-            Region r = s.resolve(region, pass.name_);
+        auto add = [&](const Region& r, bool write) {
+            s.check_bounds(r, pass.name_);
             const auto& resource = s.resources[r.resource];
             if (resource.persistent)
                 footprints[p].push_back({false, uint64_t(resource.persistent->buffer),
@@ -180,12 +179,12 @@ void BakedGraph::place_transients() {
 
 gpu::BufferRange BakedGraph::physical(Region region) const {
     const State& s = *state_;
-    Region r = s.resolve(region, "physical");
-    const auto& resource = s.resources[r.resource];
-    if (resource.persistent) return resource.persistent->sub(r.offset, r.size);
-    const Placement& placement = s.placements[r.resource];
+    s.check_bounds(region, "physical");
+    const auto& resource = s.resources[region.resource];
+    if (resource.persistent) return resource.persistent->sub(region.offset, region.size);
+    const Placement& placement = s.placements[region.resource];
     if (placement.first_level < 0) fail("transient '{}' is used by no pass", resource.name);
-    return s.arenas[placement.arena]->range().sub(placement.offset + r.offset, r.size);
+    return s.arenas[placement.arena]->range().sub(placement.offset + region.offset, region.size);
 }
 
 void BakedGraph::bind_passes() {

@@ -24,8 +24,8 @@ struct BakedGraph::State {
     VkFence fence = VK_NULL_HANDLE;
 
     ~State();
-    // The region with its size made explicit, checked against its resource.
-    Region resolve(const Region& region, const std::string& pass) const;
+    // Fails unless the region is a non-empty range within its resource.
+    void check_bounds(const Region& region, const std::string& pass) const;
 };
 
 using State = BakedGraph::State;

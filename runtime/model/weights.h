@@ -30,9 +30,8 @@ struct Weight {
     ops::WeightMatrix matrix(graph::Graph& graph) const {
         return ops::weight_matrix(graph, name, type, rows, cols, buffer);
     }
-    graph::Region region(graph::Graph& graph) const {
-        return graph.persistent(name, buffer.range());
-    }  // small weights (norms)
+    // Small weights (norms) as one region.
+    graph::Region region(graph::Graph& graph) const { return graph.persistent(name, buffer.range()); }
     uint64_t bytes() const { return buffer.size(); }
 };
 
