@@ -5,8 +5,9 @@
 
 #include "test_main.h"
 
-#include <cstdlib>
 #include <string>
+
+#include "core/env.h"
 
 namespace vkllm::test {
 
@@ -19,8 +20,7 @@ std::optional<std::filesystem::path> shared_path(std::string_view relative) {
     const std::filesystem::path shared = VKLLM_SHARED_DIR;
     std::filesystem::path path = shared / relative;
     if (std::filesystem::exists(path)) return path;
-    const char* ci = std::getenv("CI");
-    if (ci && std::string(ci) == "true" && std::filesystem::is_directory(shared))
+    if (env::get("CI") == "true" && std::filesystem::is_directory(shared))
         FAIL_CHECK("../shared/" << std::string(relative) << " is missing (CI=true: a missing fixture fails)");
     else
         MESSAGE("skipped: ../shared/" << std::string(relative) << " is missing");
