@@ -5,8 +5,11 @@
 // consecutive elements) and decodes one unit into
 //   q[8]            the runs' quantized values, exact small integers (or the raw F16/F32/BF16 values)
 //   scale_bias[g]   per scale group g of 8 / SCALE_GROUPS consecutive runs:
-//                   value = q * scale_bias[g].x + scale_bias[g].y
+//                   value = q * run_scale(r) * scale_bias[g].x + scale_bias[g].y
 // so matvec can factor the scales out of its dot products and matmul can write values into a tile.
+// run_scale is 1 unless the type defines RUN_SCALES: its q are then the quantized values times powers
+// of two, as they sit in their word (a mask, no shift), and a dot product multiplies x by run_scale
+// instead, once for all the rows that share it. Both are exact.
 #extension GL_EXT_control_flow_attributes : require
 #ifdef F16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -18,6 +21,10 @@
 const uint UNIT_ELEMS = 32;
 const uint UNIT_RUNS = 8;
 
+#ifndef RUN_SCALES
+vec4 run_scale(uint run) { return vec4(1.0); }
+#endif
+
 // The weights, bound once per split segment, read as 32-bit words, pairs or quads of words (the
 // index counts words, pairs or quads). Blocks of 18, 22, 34 or 210 bytes are only 2-byte aligned, so
 // those types go through the funnel loads below.
@@ -28,6 +35,22 @@ layout(set = 0, binding = 0) uniform utextureBuffer weight_texels;
 uvec4 weight_words4(uint quad) { return texelFetch(weight_texels, int(quad)); }
 uvec2 weight_words2(uint pair) { return texel_pair(weight_texels, pair); }
 uint weight_word(uint word) { return texel_word(weight_texels, word); }
+// Words word .. word + count - 1 (count <= 9, a constant) into words[0 ..]: a texel fetch is a
+// gather on a CPU whatever it returns, so the texels they span are fetched once each (clamped to the
+// binding: a fetch past it is undefined) and each word is picked from them by its offset in the first.
+void weight_words_at(uint word, const uint count, out uint words[9]) {
+    const uint first = word >> 2, skip = word & 3u;
+    const int last = textureSize(weight_texels) - 1;
+    uint span[12];
+    [[unroll]] for (uint t = 0; t < 3; ++t) {
+        if (4 * t < count + 3) {
+            const uvec4 texel = texelFetch(weight_texels, min(int(first + t), last));
+            [[unroll]] for (uint c = 0; c < 4; ++c) span[4 * t + c] = texel[c];
+        }
+    }
+    [[unroll]] for (uint i = 0; i < count; ++i)
+        words[i] = skip == 0u ? span[i] : skip == 1u ? span[i + 1] : skip == 2u ? span[i + 2] : span[i + 3];
+}
 #else
 layout(set = 0, binding = 0, std430) readonly buffer WeightWords { uint weight_u32[]; };
 layout(set = 0, binding = 0, std430) readonly buffer WeightWords2 { uvec2 weight_u32x2[]; };
@@ -35,6 +58,9 @@ layout(set = 0, binding = 0, std430) readonly buffer WeightWords4 { uvec4 weight
 uvec4 weight_words4(uint quad) { return weight_u32x4[quad]; }
 uvec2 weight_words2(uint pair) { return weight_u32x2[pair]; }
 uint weight_word(uint word) { return weight_u32[word]; }
+void weight_words_at(uint word, const uint count, out uint words[9]) {
+    [[unroll]] for (uint i = 0; i < count; ++i) words[i] = weight_u32[word + i];
+}
 #endif
 
 // The fp16 value at an even byte offset.

@@ -1,5 +1,10 @@
 // Q4_0: { half d; uint8 qs[16]; } (18 bytes), value = (nibble - 8) * d; low nibbles are elements
 // 0..15, high nibbles 16..31 (model-notes.md A.4). One unit is the whole block.
+// fp32: each nibble is masked in place (times 2^0, 2^4, ... 2^24; the top one shifted down) and
+// converted, run_scale undoing the power of two on x: two operations a nibble instead of three.
+#ifndef F16
+#define RUN_SCALES
+#endif
 #include "dequant_common.glsl"
 
 const bool DENSE = false;
@@ -19,18 +24,31 @@ const float NIBBLE_OFFSET = 0.0;
 
 uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
 
+#ifdef RUN_SCALES
+vec4 run_scale(uint run) {
+    return run < 4 ? vec4(1.0, 1.0 / 256.0, 1.0 / 65536.0, 1.0 / 16777216.0)
+                   : vec4(1.0 / 16.0, 1.0 / 4096.0, 1.0 / 1048576.0, 1.0);
+}
+#endif
+
 // Run r of the block: elements 4r..4r+3 (runs 0-3 from the low nibbles of qs word r, 4-7 the high).
 uint run_element(uint unit, uint run) { return 4 * run; }
 
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
     // The block's 5 words from its (2-byte aligned) start; d is the first half, qs follow.
     uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
-    uint words[5];
-    [[unroll]] for (uint i = 0; i < 5; ++i) words[i] = weight_word(word + i);
+    uint words[9];
+    weight_words_at(word, 5, words);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         const uint qs = word_after_half(words[i], words[i + 1], shift);
+#ifdef RUN_SCALES
+        // Below 2^28, so the signed conversion (one instruction on every CPU) is exact.
+        q[i] = vec4(ivec4(uvec4(qs) & uvec4(0xFu, 0xF00u, 0xF0000u, 0xF000000u)));
+        q[i + 4] = vec4(ivec4(uvec4(qs & 0xF0u, qs & 0xF000u, qs & 0xF00000u, qs >> 28)));
+#else
         q[i] = QVEC4(vec4(low_nibbles(qs)) - NIBBLE_OFFSET);
         q[i + 4] = QVEC4(vec4(high_nibbles(qs)) - NIBBLE_OFFSET);
+#endif
     }
     const float d = leading_half(words[0], shift);
     scale_bias[0] = vec2(d, HAS_BIAS ? -8.0 * d : 0.0);

@@ -17,7 +17,7 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     // The block's 17 words from its (2-byte aligned) start; d is the first half, qs follow.
     uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
     uint words[9];
-    [[unroll]] for (uint i = 0; i < 9; ++i) words[i] = weight_word(word + i);
+    weight_words_at(word, 9, words);
     [[unroll]] for (uint i = 0; i < 8; ++i) q[i] = QVEC4(signed_bytes_of(word_after_half(words[i], words[i + 1], shift)));
     scale_bias[0] = vec2(leading_half(words[0], shift), 0.0);
 }

@@ -38,6 +38,6 @@ void main() {
     [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
         if (r >= runs) break;
         const vec2 sb = scale_bias[r / (UNIT_RUNS / SCALE_GROUPS)];
-        out4[block_first_run + run_element(unit_in_block, r) / 4] = vec4(q[r]) * sb.x + sb.y;
+        out4[block_first_run + run_element(unit_in_block, r) / 4] = vec4(q[r]) * run_scale(r) * sb.x + sb.y;
     }
 }

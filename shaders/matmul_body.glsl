@@ -73,7 +73,7 @@ void stage_weights(uint first_row, uint u, uint runs) {
         decode_unit(row * row_bytes + block_byte, u % units_per_block, runs, q, scale_bias);
         [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
             const vec2 sb = scale_bias[r / (UNIT_RUNS / SCALE_GROUPS)];
-            tile_w[i * TILE_STRIDE + r] = QVEC4(fma(vec4(q[r]), vec4(sb.x), vec4(sb.y)));
+            tile_w[i * TILE_STRIDE + r] = QVEC4(fma(vec4(q[r]) * run_scale(r), vec4(sb.x), vec4(sb.y)));
         }
     }
 }

@@ -3,17 +3,19 @@
 // memory at the cost of storage buffers (a scalar load per lane and word) and a barrier as a switch
 // between coroutines, so this kernel has neither: each invocation keeps TM rows x TILE_TOKENS
 // tokens of Y in registers, decodes each unit of its rows once for all its tokens, and fetches x
-// through a texel buffer (the same texel in every lane of a workgroup: one vector gather).
+// through a texel buffer (the same texel in every lane of a workgroup: one vector gather, which costs
+// about as much as the 8 x 4 FMAs it feeds; a subgroup broadcast of one lane's fetch costs lavapipe more).
 #include "params.h"
+#define UNIT_DOT_ROWS 8  // TM
 #include "unit_dot.glsl"
 
-const uint TM = 4;           // rows per invocation
-const uint MAX_TOKENS = 8;   // tokens per invocation at most
+const uint TM = UNIT_DOT_ROWS;  // rows per invocation: each x fetch (a gather) serves 8 rows
+const uint MAX_TOKENS = 16;  // tokens per invocation at most
 
 // The workgroup size must be TILE_ROWS / TM.
 layout(local_size_x_id = 0) in;
-layout(constant_id = 3) const uint TILE_ROWS = 32;   // a multiple of TM
-layout(constant_id = 4) const uint TILE_TOKENS = 4;  // 1..MAX_TOKENS
+layout(constant_id = 3) const uint TILE_ROWS = 64;   // a multiple of TM
+layout(constant_id = 4) const uint TILE_TOKENS = 16; // 1..MAX_TOKENS
 
 layout(set = 0, binding = 1) uniform utextureBuffer x_texels;
 layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
@@ -31,10 +33,10 @@ void main() {
     uint row_byte[TM];
     [[unroll]] for (uint i = 0; i < TM; ++i) row_byte[i] = min(first_row + i, p.row_count - 1) * row_bytes;
     uint x_base[MAX_TOKENS];
-    float acc[TM][MAX_TOKENS];
+    float acc[MAX_TOKENS][TM];
     [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
         x_base[t] = min(first_token + t, p.n_tokens - 1) * p.cols;
-        [[unroll]] for (uint i = 0; i < TM; ++i) acc[i][t] = 0.0;
+        [[unroll]] for (uint i = 0; i < TM; ++i) acc[t][i] = 0.0;
     }
 
     for (uint u = p.unit_begin; u < p.unit_end; ++u) {
@@ -53,10 +55,10 @@ void main() {
                 [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
                     vec4 x = vec4(0.0);
                     if (r < runs) x = x_at((x_base[t] + col0 + run_element(unit, r)) >> 2);
-                    xs[r] = QVEC4(x);
+                    xs[r] = QVEC4(x * run_scale(r));
                     if (HAS_BIAS) xsum[r / (UNIT_RUNS / SCALE_GROUPS)] += dot(x, vec4(1.0));
                 }
-                [[unroll]] for (uint i = 0; i < TM; ++i) acc[i][t] += unit_dot(q[i], scale_bias[i], xs, xsum);
+                unit_dots(q, scale_bias, xs, xsum, acc[t]);
             }
         }
     }
@@ -67,7 +69,7 @@ void main() {
             const uint row = first_row + i;
             if (t < TILE_TOKENS && token < p.n_tokens && row < p.row_count) {
                 const uint index = token * p.rows + p.row_offset + row;
-                float value = acc[i][t];
+                float value = acc[t][i];
                 if (p.accumulate != 0u) value += y[index];
                 y[index] = value;
             }

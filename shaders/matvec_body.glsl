@@ -22,7 +22,7 @@
 #include "glu.glsl"
 #include "unit_dot.glsl"
 
-const uint MAX_ROWS_PER_TEAM = 4;
+const uint MAX_ROWS_PER_TEAM = 8;
 const uint MAX_TOKENS = 8;
 const uint INPUT_PLAIN = 0, INPUT_RMS_NORM = 1, INPUT_SWIGLU = 2, INPUT_GEGLU = 3, INPUT_SWIGLU_OAI = 4;  // ops::MatvecInput::Kind
 
@@ -91,7 +91,7 @@ vec4 input4(uint i4, float scale) {
 // Per subgroup and row, when a team spans several subgroups (lanes are assumed to fill subgroups in
 // local invocation order, as every driver does for a 1-D workgroup).
 const uint SUMS = MAX_ROWS_PER_TEAM * MAX_TOKENS;  // acc[row * MAX_TOKENS + token]
-shared float subgroup_sums[MAX_ROWS_PER_TEAM * TOKENS * gl_WorkGroupSize.x];
+shared float subgroup_sums[ROWS_PER_TEAM * TOKENS * gl_WorkGroupSize.x];
 
 bool sum_used(uint i) { return i / MAX_TOKENS < ROWS_PER_TEAM && i % MAX_TOKENS < TOKENS; }
 uint sum_slot(uint i) { return i / MAX_TOKENS * TOKENS + i % MAX_TOKENS; }  // among the used ones
@@ -125,7 +125,7 @@ void load_unit_input(uint x_offset, uint unit, uint runs, float scale, out QVEC4
     [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
         vec4 x = vec4(0.0);
         if (i < runs) x = input4((x_offset + run_element(unit, i)) >> 2, scale);
-        xs[i] = QVEC4(x);
+        xs[i] = QVEC4(x * run_scale(i));
         if (HAS_BIAS) {
             if (i % (UNIT_RUNS / SCALE_GROUPS) == 0) xsum[i / (UNIT_RUNS / SCALE_GROUPS)] = 0.0;
             xsum[i / (UNIT_RUNS / SCALE_GROUPS)] += dot(x, vec4(1.0));
@@ -185,7 +185,7 @@ void main() {
                     QVEC4 q[UNIT_RUNS];
                     vec2 scale_bias[SCALE_GROUPS];
                     decode_unit(row_byte[r] + block * BLOCK_BYTES, unit, runs, q, scale_bias);
-                    acc[r * MAX_TOKENS] += unit_dot(q, scale_bias, xs, xsum);
+                    acc[r * MAX_TOKENS] = unit_dot(q, scale_bias, xs, xsum, acc[r * MAX_TOKENS]);
                 }
             }
         } else {  // the team's rows decoded once for every token, each token's x loaded once for every row
@@ -196,8 +196,10 @@ void main() {
             [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
                 if (t >= TOKENS) continue;
                 load_unit_input(x_base + t * p.cols + col0, unit, runs, scale, xs, xsum);
-                [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
-                    if (r < ROWS_PER_TEAM) acc[r * MAX_TOKENS + t] += unit_dot(q[r], scale_bias[r], xs, xsum);
+                [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+                    const uint sum = r * MAX_TOKENS + t;
+                    if (r < ROWS_PER_TEAM) acc[sum] = unit_dot(q[r], scale_bias[r], xs, xsum, acc[sum]);
+                }
             }
         }
     }

@@ -37,7 +37,7 @@ void main() {
                 const uint i = g * runs_per_group + k;
                 vec4 x = vec4(0.0);
                 if (i < runs) x = x4[(x0 + block * BLOCK_ELEMS + run_element(unit, i)) >> 2];
-                group_dot += dot(vec4(q[i]), x);
+                group_dot += dot(vec4(q[i]), x * run_scale(i));
                 group_sum += dot(x, vec4(1.0));
             }
             acc += scale_bias[g].x * group_dot;

@@ -46,11 +46,12 @@ std::vector<graph::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& 
     MatvecConfig launch = config.value_or(default_launch);
     const uint32_t subgroup = std::max({caps.max_subgroup_size, caps.subgroup_size, 1u});
     if (launch.threads_per_row == 0 || (launch.threads_per_row != 1 && launch.threads_per_row % subgroup != 0) ||
-        launch.workgroup_size % launch.threads_per_row != 0 || launch.rows_per_team == 0 || launch.rows_per_team > 4)
+        launch.workgroup_size % launch.threads_per_row != 0 || launch.rows_per_team == 0 ||
+        launch.rows_per_team > matvec_max_rows_per_team)
         fail(
             "matvec_id: {} threads per row, {} rows per team in a workgroup of {}: teams are 1 thread or whole "
-            "subgroups of {}, 1 to 4 rows",
-            launch.threads_per_row, launch.rows_per_team, launch.workgroup_size, subgroup);
+            "subgroups of {}, 1 to {} rows",
+            launch.threads_per_row, launch.rows_per_team, launch.workgroup_size, subgroup, matvec_max_rows_per_team);
     launch.threads_per_row = std::max(launch.threads_per_row, default_launch.threads_per_row);
     launch.workgroup_size =
         (launch.workgroup_size + launch.threads_per_row - 1) / launch.threads_per_row * launch.threads_per_row;

@@ -105,6 +105,7 @@ std::vector<graph::Dispatch> matvec(gpu::Device& device, const WeightMatrix& wei
 // from 1 to matvec_max_tokens. Each unit of weights is decoded once for all the tokens, so the
 // weights are read once per batch (the server's decode step, short prompts); matmul takes more.
 constexpr uint32_t matvec_max_tokens = 8;  // MAX_TOKENS in shaders/matvec_body.glsl
+constexpr uint32_t matvec_max_rows_per_team = 8;  // MAX_ROWS_PER_TEAM in shaders/matvec_body.glsl
 std::vector<graph::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
                                           const graph::Region& y, uint32_t n_tokens, bool accumulate,
                                           std::optional<MatvecConfig> config = std::nullopt);

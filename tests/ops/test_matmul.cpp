@@ -70,9 +70,9 @@ TEST_CASE("matmul gives the same result for every tile shape, both kernels, fp16
     const std::vector<ops::MatmulConfig> tiles = {{.tile_rows = 16, .tile_tokens = 16},
                                                   {.tile_rows = 64, .tile_tokens = 32},
                                                   {.tile_rows = 32, .tile_tokens = 64},
-                                                  {.tile_rows = 4, .tile_tokens = 1, .texel_reads = true},
+                                                  {.tile_rows = 8, .tile_tokens = 1, .texel_reads = true},
                                                   {.tile_rows = 16, .tile_tokens = 3, .texel_reads = true},
-                                                  {.tile_rows = 32, .tile_tokens = 8, .texel_reads = true}};
+                                                  {.tile_rows = 64, .tile_tokens = 8, .texel_reads = true}};
     // Tiles do not depend on the block format: a K-quant and a 2-byte aligned type stand for the rest.
     for (gguf::GgmlType type : {gguf::GgmlType::Q4_K, gguf::GgmlType::Q8_0}) {
         const uint32_t g = test::column_granularity(type);

@@ -76,9 +76,11 @@ TEST_CASE("matvec gives the same result for every launch shape, fp16 and fp32 ar
     const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
     const std::vector<ops::MatvecConfig> shapes = {
         {.workgroup_size = 16, .threads_per_row = 1, .rows_per_team = 3},                  // row per lane
+        {.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 8},
         {.workgroup_size = 2 * subgroup, .threads_per_row = subgroup, .rows_per_team = 4},  // subgroup teams
         {.workgroup_size = 4 * subgroup, .threads_per_row = 4 * subgroup, .rows_per_team = 1},  // via shared memory
         {.workgroup_size = 8 * subgroup, .threads_per_row = 2 * subgroup, .rows_per_team = 2},
+        {.workgroup_size = 4 * subgroup, .threads_per_row = 2 * subgroup, .rows_per_team = 7},
     };
     // Launch shapes do not depend on the block format: 2-byte aligned blocks, blocks with a bias,
     // four scale groups per unit, and a dense type stand for the rest.
@@ -167,9 +169,10 @@ TEST_CASE("matvec refuses weights and buffers it cannot take") {
     CHECK_THROWS_WITH_AS(ops::matvec_batch(device, g.weights(gguf::GgmlType::F32, 4, 4, buffer), range, range,
                                            ops::matvec_max_tokens + 1, false),
                          doctest::Contains("vectors at once"), Error);
+    const uint32_t too_many_rows = ops::matvec_max_rows_per_team + 1;
     for (ops::MatvecConfig bad : {ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 3},
                                   ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 0},
-                                  ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 5}})
+                                  ops::MatvecConfig{.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = too_many_rows}})
         CHECK_THROWS_AS(ops::matvec(device, g.weights(gguf::GgmlType::F32, 4, 4, buffer), range, range, false, bad),
                         Error);
 }

@@ -192,7 +192,7 @@ std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf
     const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
     for (uint32_t workgroup : {8u, 32u, 64u, 128u})
         for (uint32_t team : {1u, subgroup, 4 * subgroup, 32u})
-            for (uint32_t rows : {1u, 2u, 4u})
+            for (uint32_t rows : {1u, 2u, 4u, 8u})
                 if (workgroup % team == 0 && (team == 1 || team % subgroup == 0))
                     shapes.push_back({workgroup, team, rows, chosen.float16, chosen.texel_reads});
     return shapes;
