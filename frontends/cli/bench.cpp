@@ -50,8 +50,8 @@ int bench(Args args) {
     std::string parallel;
     bool json = false;
     Options parser("bench", "-m MODEL [-p N] [-n N] [options]",
-                   "Prompt and generation speed as llama-bench measures them, with GPU time per op (from a profiled replay "
-                   "of one decode step), dispatches, barriers and GB/s per token.");
+                   "Prompt and generation speed as llama-bench measures them, with GPU time per op (from profiled replays "
+                   "of one prompt chunk and one decode step), dispatches, barriers and GB/s per token.");
     parser.add("-p,--n-prompt", n_prompt, "N", "prompt tokens to time; 0: no prompt test")
         .add("-n,--n-gen", n_gen, "N", "tokens to generate; 0: no generation test")
         .add("-r,--repetitions", reps, "N", "repetitions of each test")
@@ -111,9 +111,17 @@ int bench(Args args) {
         }
     }
 
+    // GPU time per kind of pass: one more replay of a prompt chunk's graph and of the decode step's.
+    auto ms_by_op = [](const std::vector<graph::PassTime>& passes) {
+        std::map<std::string, double> ms;
+        for (const auto& pass : passes) ms[op_kind(pass.name)] += pass.milliseconds;
+        return ms;
+    };
+    const uint32_t chunk = std::min(n_prompt, session.n_ubatch());
+    const std::map<std::string, double> prompt_gpu_ms = chunk >= 2 ? ms_by_op(session.profile_prompt_chunk(chunk))
+                                                                   : std::map<std::string, double>{};
     const graph::GraphStats& decode = session.decode_stats();
-    std::map<std::string, double> gpu_ms;
-    for (const auto& pass : session.profile_decode()) gpu_ms[op_kind(pass.name)] += pass.milliseconds;
+    const std::map<std::string, double> gpu_ms = n_gen ? ms_by_op(session.profile_decode()) : std::map<std::string, double>{};
     const gpu::Capabilities& caps = engine->device().caps();
     nlohmann::ordered_json out = {
         {"device", caps.name},
@@ -127,6 +135,10 @@ int bench(Args args) {
     if (n_prompt) {
         Spread pp = spread(pp_rates);
         out["pp"] = {{"n", n_prompt}, {"tok_s", pp.median}, {"min", pp.min}, {"max", pp.max}};
+        if (chunk >= 2) {
+            out["pp"]["gpu_ms_by_op"] = prompt_gpu_ms;
+            out["pp"]["gpu_ms_by_op_from"] = fmt::format("one prompt chunk of {} tokens replayed with a timestamp per pass", chunk);
+        }
     }
     if (n_gen) {
         Spread tg = spread(tg_rates);
@@ -162,6 +174,11 @@ int bench(Args args) {
         std::printf("\n| op (decode, one token; GPU time from a profiled replay with a timestamp per pass) | GPU ms |\n"
                     "|---|---:|\n");
         for (const auto& [kind, ms] : gpu_ms) std::printf("| %s | %.3f |\n", kind.c_str(), ms);
+    }
+    if (!prompt_gpu_ms.empty()) {
+        std::printf("\n| op (prompt, one chunk of %u tokens; GPU time from a profiled replay with a timestamp per pass) "
+                    "| GPU ms |\n|---|---:|\n", chunk);
+        for (const auto& [kind, ms] : prompt_gpu_ms) std::printf("| %s | %.3f |\n", kind.c_str(), ms);
     }
     return 0;
 }

@@ -126,7 +126,7 @@ void project_normed(Builder& b, const std::string& name, const Weight& weights, 
 
 void attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
                const ops::AttentionShape& shape, const AttentionRegions& regions) {
-    const bool decode = shape.n_tokens == 1 || !ops::attention_prefill_supports(b.device.caps(), config);
+    const bool decode = shape.n_tokens == 1 || !ops::attention_prefill_pays(b.device.caps(), config);
     auto scratch = b.graph.transient(name + "_scratch",
                                      std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(config, shape)
                                                                   : ops::attention_prefill_scratch_bytes(config, shape)));

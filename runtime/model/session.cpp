@@ -132,6 +132,12 @@ uint64_t Session::kv_bytes() const {
     return total;
 }
 
+std::vector<graph::PassTime> Session::profile_prompt_chunk(uint32_t n) {
+    if (n < 2 || n > n_ubatch_) fail("a prompt chunk of {} tokens: chunks hold 2 to {}", n, n_ubatch_);
+    // run_chunk's key for such a chunk without all logits; graph_for bakes it if none ran yet.
+    return graph_for({std::bit_ceil(n), false, false, 0}).profile();
+}
+
 uint64_t Session::graphs_recorded() const {
     uint64_t total = 0;
     for (const auto& [key, baked] : graphs_) total += baked->stats().recordings;

@@ -115,6 +115,9 @@ public:
     void dump_decode_graph(std::ostream& out) { graph_for({1, false, false, 0}).dump(out); }
     // Runs the one-token graph once more on the last step's inputs, timing every pass.
     std::vector<graph::PassTime> profile_decode() { return graph_for({1, false, false, 0}).profile(); }
+    // Runs the graph of a prompt chunk of n tokens (2 to n_ubatch) of sequence 0 once more on the last
+    // inputs it ran with, timing every pass.
+    std::vector<graph::PassTime> profile_prompt_chunk(uint32_t n);
     // Graphs baked (recorded) so far, and replays of all of them.
     uint64_t graphs_recorded() const;
     uint64_t replays() const;

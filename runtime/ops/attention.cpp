@@ -15,10 +15,10 @@ namespace {
 constexpr uint32_t decode_max_heads = 8;  // query heads sharing one workgroup's K/V reads
 // Each decode lane holds HEADS x its output dims as accumulators: at most this many vec4s.
 constexpr uint32_t decode_max_accumulators = 16;
-// Decode splits a query's keys over at most this many workgroups per head group (more only where the
-// cache needs them to keep each one under decode_max_worker_keys), each taking at least
-// worker_keys: on GPUs enough workgroups to fill the device at long contexts; on CPU devices, where
-// every workgroup has a sizable fixed cost, about cpu_decode_workgroups in all.
+// Decode splits a query's keys over at most this many workgroups per head group, shared among its
+// queries (more only where the cache needs them to keep each one under decode_max_worker_keys), each
+// taking at least worker_keys: on GPUs enough workgroups to fill the device at long contexts; on CPU
+// devices, where every workgroup has a sizable fixed cost, about cpu_decode_workgroups in all.
 constexpr uint32_t decode_max_workers = 64, gpu_worker_keys = 256, cpu_worker_keys = 512, cpu_decode_workgroups = 16;
 // Keys one decode workgroup may take: its loop runs once per block of keys (lavapipe's loop cap), and
 // with basic subgroup operations (subgroup_ops.glsl's loops) about once per key and head.
@@ -64,7 +64,8 @@ uint32_t decode_workers_needed(const AttentionShape& shape, uint32_t max_worker_
 }
 
 uint32_t decode_workers_bound(const AttentionShape& shape) {
-    return std::max(std::min(decode_max_workers, shape.n_cells), decode_workers_needed(shape, decode_max_worker_keys_basic));
+    const uint32_t per_query = (decode_max_workers + shape.n_tokens - 1) / shape.n_tokens;
+    return std::max(std::min(per_query, shape.n_cells), decode_workers_needed(shape, decode_max_worker_keys_basic));
 }
 
 // Bytes of the partial outputs, aligned so the partial statistics after them can be bound.
@@ -154,6 +155,10 @@ void require_scratch(const AttentionBuffers& buffers, uint64_t needed, const cha
 
 bool attention_prefill_supports(const gpu::Capabilities& caps, const AttentionConfig& config) {
     return fit_prefill_launch(caps, config).has_value();
+}
+
+bool attention_prefill_pays(const gpu::Capabilities& caps, const AttentionConfig& config) {
+    return caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU && attention_prefill_supports(caps, config);
 }
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape) {

@@ -105,7 +105,7 @@ TEST_CASE("an 8-bit KV cache runs and still tells the story's start") {
     CHECK(result.out.starts_with("Once upon a time, there was a little girl"));
 }
 
-TEST_CASE("bench --json reports prompt and generation speed with the decode accounting") {
+TEST_CASE("bench --json reports prompt and generation speed with the decode accounting and both profiles") {
     auto model = shared / "testdata/models/stories260K.gguf";
     if (!vkllm::test::shared_path("testdata/models/stories260K.gguf")) return;
     auto result = run_cli("bench -m " + model.string() + " -p 16 -n 8 -r 2 --json");
@@ -121,6 +121,11 @@ TEST_CASE("bench --json reports prompt and generation speed with the decode acco
     // Every weight but the embedding table (one row of it is read) streams once per token.
     CHECK(decode["weight_bytes_per_token"].get<uint64_t>() < json["weight_bytes"].get<uint64_t>());
     CHECK(decode["gpu_ms_by_op"].contains("attn"));
+    // The prompt's profile replays its chunk's graph: its matmuls and prefill attention.
+    const auto& prompt_ms = json["pp"]["gpu_ms_by_op"];
+    CHECK(prompt_ms.contains("attn"));
+    CHECK(prompt_ms.contains("ffn_down"));
+    CHECK(json["pp"]["gpu_ms_by_op_from"].get<std::string>().find("16 tokens") != std::string::npos);
 }
 
 TEST_CASE("perplexity: low on the model's own greedy story, high on its words shuffled; short text refused") {
