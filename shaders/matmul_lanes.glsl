@@ -3,8 +3,8 @@
 // memory at the cost of storage buffers (a scalar load per lane and word) and a barrier as a switch
 // between coroutines, so this kernel has neither: each invocation keeps TM rows x TILE_TOKENS
 // tokens of Y in registers, decodes each unit of its rows once for all its tokens, and fetches x
-// through a texel buffer (the same texel in every lane of a workgroup: one vector gather, which costs
-// about as much as the 8 x 4 FMAs it feeds; a subgroup broadcast of one lane's fetch costs lavapipe more).
+// through a texel buffer (the same texel in every lane of a workgroup: one vector gather for the TM
+// rows; a subgroup broadcast of one lane's fetch instead ran twice as slow on lavapipe).
 #include "params.h"
 #define UNIT_DOT_ROWS 8  // TM
 #include "unit_dot.glsl"

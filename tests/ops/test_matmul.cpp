@@ -103,4 +103,8 @@ TEST_CASE("matmul over a weight buffer split into segments, one dispatch each") 
     // Single bindings hold at most 4000 bytes here, so x and y stay small.
     check_matmul(device, transfer, {gguf::GgmlType::Q5_0, 120, 64, 7});
     check_matmul(device, transfer, {gguf::GgmlType::Q5_K, 50, 256, 3, true});
+    // Blocks fetched as the texels they span (dequant_common.glsl): segments of 117 Q8_0 rows of 34
+    // bytes end 2 bytes into a word, of 111 Q4_0 rows of 36 bytes inside a texel.
+    check_matmul(device, transfer, {gguf::GgmlType::Q8_0, 230, 32, 4});
+    check_matmul(device, transfer, {gguf::GgmlType::Q4_0, 230, 64, 4, true});
 }
