@@ -16,10 +16,8 @@ const uint SCALE_GROUPS = 1;
 // not magnified by the bias cancelling most of it.
 #ifdef F16
 const bool HAS_BIAS = false;
-const float NIBBLE_OFFSET = 8.0;
 #else
 const bool HAS_BIAS = true;
-const float NIBBLE_OFFSET = 0.0;
 #endif
 
 uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
@@ -41,13 +39,13 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     weight_words_at(word, 5, words);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
         const uint qs = word_after_half(words[i], words[i + 1], shift);
-#ifdef RUN_SCALES
+#ifdef F16
+        q[i] = QVEC4(vec4(low_nibbles(qs)) - 8.0);
+        q[i + 4] = QVEC4(vec4(high_nibbles(qs)) - 8.0);
+#else
         // Below 2^28, so the signed conversion (one instruction on every CPU) is exact.
         q[i] = vec4(ivec4(uvec4(qs) & uvec4(0xFu, 0xF00u, 0xF0000u, 0xF000000u)));
         q[i + 4] = vec4(ivec4(uvec4(qs & 0xF0u, qs & 0xF000u, qs & 0xF00000u, qs >> 28)));
-#else
-        q[i] = QVEC4(vec4(low_nibbles(qs)) - NIBBLE_OFFSET);
-        q[i + 4] = QVEC4(vec4(high_nibbles(qs)) - NIBBLE_OFFSET);
 #endif
     }
     const float d = leading_half(words[0], shift);

@@ -52,6 +52,10 @@ std::vector<uint64_t> cell_records(const KvLayerLayout& layer) {
     return records;
 }
 
+// Rows of the graph a chunk of n tokens runs in (padding first): powers of two, so a few baked graphs
+// serve every chunk length.
+uint32_t chunk_rows(uint32_t n) { return std::bit_ceil(n); }
+
 }  // namespace
 
 Session::Session(gpu::Device& device, const Model& model, SessionOptions options)
@@ -135,7 +139,7 @@ uint64_t Session::kv_bytes() const {
 std::vector<graph::PassTime> Session::profile_prompt_chunk(uint32_t n) {
     if (n < 2 || n > n_ubatch_) fail("a prompt chunk of {} tokens: chunks hold 2 to {}", n, n_ubatch_);
     // run_chunk's key for such a chunk without all logits; graph_for bakes it if none ran yet.
-    return graph_for({std::bit_ceil(n), false, false, 0}).profile();
+    return graph_for({chunk_rows(n), false, false, 0}).profile();
 }
 
 uint64_t Session::graphs_recorded() const {
@@ -210,7 +214,7 @@ std::span<const float> Session::run_chunk(uint32_t seq, std::span<const int32_t>
                                           bool embeddings) {
     Sequence& sequence = seqs_[seq];
     const uint32_t n = uint32_t(tokens.size()), n_past = sequence.n_past;
-    const uint32_t bucket = n == 1 ? 1 : std::bit_ceil(n);
+    const uint32_t bucket = chunk_rows(n);
     const uint32_t padding = bucket - n;
     // Padding rows go first, so the last row is always the last token; they write no cache cell.
     std::vector<int32_t> ids(bucket, tokens[0]), positions(bucket, int32_t(n_past));
@@ -269,7 +273,7 @@ void Session::eval_embeddings(uint32_t seq, std::span<const float> embeddings) {
     seqs_[seq].history.resize(n_past + rows, -1);
     for (uint64_t done = 0; done < rows; done += n_ubatch_) {
         const uint32_t n = uint32_t(std::min<uint64_t>(n_ubatch_, rows - done));
-        const uint32_t bucket = n == 1 ? 1 : std::bit_ceil(n);
+        const uint32_t bucket = chunk_rows(n);
         // Rows in the chunk's last n slots, as run_chunk places tokens after its padding.
         std::vector<float> chunk(uint64_t(bucket) * n_embd, 0.0f);
         std::copy_n(embeddings.begin() + int64_t(done * n_embd), n * n_embd, chunk.begin() + int64_t((bucket - n) * n_embd));
