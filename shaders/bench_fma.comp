@@ -7,16 +7,11 @@
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #ifdef INT8
-// SPV_KHR_integer_dot_product's OpSDotAccSat declared directly: Debian 12's glslc (shaderc 2023.2)
-// lacks GL_EXT_integer_dot_product. Capabilities DotProduct (6019) and DotProductInput4x8BitPacked
-// (6018); the last operand is PackedVectorFormat4x8Bit (0).
-#extension GL_EXT_spirv_intrinsics : require
-spirv_instruction(extensions = ["SPV_KHR_integer_dot_product"], capabilities = [6019, 6018], id = 4453)
-int dot_packed_4x8_acc_sat(uint a, uint b, int accumulator, spirv_literal int packed_vector_format);
+#include "integer_dot.glsl"
 #define ACCUMULATOR int
 #define OPERAND uint
 #define OPERAND_OF(value) floatBitsToUint(value)
-ACCUMULATOR step(ACCUMULATOR a, OPERAND m, OPERAND c) { return dot_packed_4x8_acc_sat(uint(a), m, int(c), 0); }
+ACCUMULATOR step(ACCUMULATOR a, OPERAND m, OPERAND c) { return dot4_i8(uint(a), m, int(c)); }
 float total_of(ACCUMULATOR a) { return float(a); }
 #else
 #ifdef F16

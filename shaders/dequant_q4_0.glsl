@@ -51,3 +51,18 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     const float d = leading_half(words[0], shift);
     scale_bias[0] = vec2(d, HAS_BIAS ? -8.0 * d : 0.0);
 }
+
+// The block as 8 words of 4 signed bytes for integer dot products (matmul_q8.comp): word i holds
+// elements 4i..4i+3, each nibble centred (n + 0x78 cannot carry into the next byte; flipping its top
+// bit gives n - 8 in two's complement).
+void decode_block_i8(uint block_byte, out uint quads[8], out float d) {
+    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
+    uint words[9];
+    weight_words_at(word, 5, words);
+    [[unroll]] for (uint i = 0; i < 4; ++i) {
+        const uint qs = word_after_half(words[i], words[i + 1], shift);
+        quads[i] = ((qs & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
+        quads[i + 4] = (((qs >> 4) & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
+    }
+    d = leading_half(words[0], shift);
+}

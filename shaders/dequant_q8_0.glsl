@@ -21,3 +21,13 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     [[unroll]] for (uint i = 0; i < 8; ++i) q[i] = QVEC4(signed_bytes_of(word_after_half(words[i], words[i + 1], shift)));
     scale_bias[0] = vec2(leading_half(words[0], shift), 0.0);
 }
+
+// The block as 8 words of 4 signed bytes for integer dot products (matmul_q8.comp): word i holds
+// elements 4i..4i+3, as stored.
+void decode_block_i8(uint block_byte, out uint quads[8], out float d) {
+    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
+    uint words[9];
+    weight_words_at(word, 9, words);
+    [[unroll]] for (uint i = 0; i < 8; ++i) quads[i] = word_after_half(words[i], words[i + 1], shift);
+    d = leading_half(words[0], shift);
+}

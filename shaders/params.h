@@ -192,6 +192,11 @@ VKLLM_PARAMS_STRUCT(MatmulParams) {
     uint accumulate;
 } VKLLM_PARAMS_END(MatmulParams, 32);
 
+// quantize_q8: x [blocks][32] floats into blocks of 9 words (ops/matmul.h).
+VKLLM_PARAMS_STRUCT(QuantizeQ8Params) {
+    uint blocks;
+} VKLLM_PARAMS_END(QuantizeQ8Params, 4);
+
 // bench_read (vkllm bench-ops): reads `count` uvec4s, per_invocation each, interleaved or contiguous.
 VKLLM_PARAMS_STRUCT(BenchReadParams) {
     uint count;

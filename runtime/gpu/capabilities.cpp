@@ -174,6 +174,10 @@ void apply_switches(Capabilities& caps) {
         caps.texel_buffer_reads = *forced != "0";
     else
         caps.texel_buffer_reads = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
+    if (auto forced = env::get("VKLLM_INT8_ACTIVATIONS"); forced && !forced->empty())
+        caps.int8_activation_matmul = *forced != "0" && caps.integer_dot_product;
+    else
+        caps.int8_activation_matmul = caps.integer_dot_product_accelerated;
     caps.force_staging = env::flag("VKLLM_FORCE_STAGING");
 }
 

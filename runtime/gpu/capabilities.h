@@ -1,7 +1,8 @@
 #pragma once
 // What a physical device can do, read once when the device is probed, with the VKLLM_* switches that
-// shape it (VKLLM_DEVICE_PROFILE, VKLLM_DISABLE_F16, VKLLM_TEXEL_READS) applied then, never again per
-// call. These facts choose shader variants: every fp16 path has an fp32 fallback.
+// shape it (VKLLM_DEVICE_PROFILE, VKLLM_DISABLE_F16, VKLLM_TEXEL_READS, VKLLM_INT8_ACTIVATIONS)
+// applied then, never again per call. These facts choose shader variants: every fp16 path has an
+// fp32 fallback.
 #include <volk.h>
 
 #include <array>
@@ -69,6 +70,7 @@ struct Capabilities {
     // Choices made once from the facts above and the switches (see apply_switches).
     bool float16_kernels = false;     // fp16 arithmetic usable and not disabled by VKLLM_DISABLE_F16
     bool texel_buffer_reads = false;  // see texel_reads()
+    bool int8_activation_matmul = false;  // see int8_matmul()
     bool force_staging = false;       // VKLLM_FORCE_STAGING: transfers go through the staging ring always
     std::string profile;              // the VKLLM_DEVICE_PROFILE that clamped these facts, or empty
 
@@ -82,6 +84,10 @@ struct Capabilities {
     // vector gather (7-9 vs ~1 GB/s, docs/PERFORMANCE.md); GPUs keep storage buffers, their usual
     // fast path. VKLLM_TEXEL_READS=0 or 1 overrides the choice.
     bool texel_reads() const { return texel_buffer_reads; }
+    // Prefill of Q4_0 and Q8_0 weights with int8 activations (ops/matmul.h): where integer dot
+    // products are accelerated. VKLLM_INT8_ACTIVATIONS=0 or 1 overrides the choice (1 needs integer dot
+    // products; the kernel reads storage buffers, so texel reads keep the float kernels).
+    bool int8_matmul() const { return int8_activation_matmul; }
     // Device-local memory the host can map directly (integrated GPUs, ReBAR, lavapipe).
     bool unified_memory() const;
     std::string type_name() const;
@@ -91,7 +97,8 @@ struct Capabilities {
 // The device's facts with the switches applied (apply_switches).
 Capabilities probe(VkPhysicalDevice device);
 // VKLLM_DEVICE_PROFILE clamps the facts to a device class (gpu/profiles.h); then the fp16 and
-// texel-read choices follow from them, VKLLM_DISABLE_F16 and VKLLM_TEXEL_READS.
+// texel-read and int8 choices follow from them, VKLLM_DISABLE_F16, VKLLM_TEXEL_READS and
+// VKLLM_INT8_ACTIVATIONS.
 void apply_switches(Capabilities& caps);
 
 std::string subgroup_operation_names(VkSubgroupFeatureFlags operations);

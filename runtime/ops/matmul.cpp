@@ -16,6 +16,9 @@ constexpr uint32_t outputs_per_lane = 4;  // TM and TN in shaders/matmul_body.gl
 constexpr uint32_t lane_rows = 8;         // TM in shaders/matmul_lanes.glsl
 constexpr uint32_t tile_line_bytes = 9 * 16;  // TILE_STRIDE vec4s of fp32
 constexpr uint32_t max_lane_tokens = 16;      // MAX_TOKENS in shaders/matmul_lanes.glsl
+constexpr uint32_t int8_block_words = 9;      // ACTIVATION_WORDS in shaders/matmul_q8.comp
+constexpr uint32_t int8_tile_line_bytes = 10 * 4;  // TILE_STRIDE words and a scale
+constexpr uint32_t quantize_workgroup_size = 64;
 // Units of 32 columns one dispatch sums over. A unit costs each invocation about 14 loop iterations
 // and lavapipe silently stops loops (after 65535 iterations for these kernels, 21845 for a loop in
 // ../shared/docs/lavapipe.md), so longer rows take several dispatches.
@@ -29,8 +32,12 @@ uint32_t workgroup_size(const MatmulConfig& config) {
 }
 
 uint64_t shared_bytes(const MatmulConfig& config) {
-    return config.texel_reads ? 0 : uint64_t(config.tile_rows + config.tile_tokens) * tile_line_bytes;
+    if (config.texel_reads) return 0;
+    return uint64_t(config.tile_rows + config.tile_tokens) *
+           (config.int8_activations ? int8_tile_line_bytes : tile_line_bytes);
 }
+
+bool has_int8_kernel(gguf::GgmlType type) { return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q8_0; }
 
 bool fits_device(const MatmulConfig& config, const gpu::Capabilities& caps) {
     const uint32_t invocations = workgroup_size(config);
@@ -50,11 +57,26 @@ void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, ggu
              config.tile_rows, config.tile_tokens, workgroup_size(config), shared_bytes(config));
     if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
         fail("matmul: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
+    if (config.int8_activations && !(has_int8_kernel(type) && caps.integer_dot_product && !config.texel_reads &&
+                                     !config.float16))
+        fail("matmul: int8 activations need Q4_0 or Q8_0 weights (got {}), the storage-read fp32 kernel and a device "
+             "with integer dot products",
+             gguf::type_name(type));
 }
 
 }  // namespace
 
-MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type) {
+bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type) {
+    return has_int8_kernel(type) && caps.int8_matmul() && !caps.texel_reads();
+}
+
+MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations) {
+    if (int8_activations) {
+        MatmulConfig config{.tile_rows = 64, .tile_tokens = 64, .int8_activations = true};
+        while (!fits_device(config, caps) && config.tile_tokens > outputs_per_lane) config.tile_tokens /= 2;
+        while (!fits_device(config, caps) && config.tile_rows > outputs_per_lane) config.tile_rows /= 2;
+        return config;
+    }
     // fp16 arithmetic only adds conversions on a CPU.
     const bool cpu = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
     const bool float16 = !cpu && caps.use_float16() && has_f16_variant(type);
@@ -74,7 +96,29 @@ MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type) {
 }
 
 std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config) {
-    return weight_pipeline_name("matmul", type, config.float16, config.texel_reads);
+    return weight_pipeline_name(config.int8_activations ? "matmul_q8" : "matmul", type, config.float16,
+                                config.texel_reads);
+}
+
+uint64_t int8_activation_bytes(uint32_t n_tokens, uint32_t cols) {
+    return uint64_t(n_tokens) * (cols / weight_unit_elems) * int8_block_words * 4;
+}
+
+graph::Dispatch quantize_q8(gpu::Device& device, const graph::Region& x, const graph::Region& x_int8,
+                            uint32_t n_tokens, uint32_t cols) {
+    const uint64_t blocks = uint64_t(n_tokens) * (cols / weight_unit_elems);
+    if (blocks == 0 || cols % weight_unit_elems != 0)
+        fail("quantize_q8: {} tokens of {} values (a positive multiple of {})", n_tokens, cols, weight_unit_elems);
+    if (blocks > UINT32_MAX / int8_block_words) fail("quantize_q8: {} blocks exceed 32-bit indices", blocks);
+    if (x.size < blocks * weight_unit_elems * 4 || x_int8.size < int8_activation_bytes(n_tokens, cols))
+        fail("quantize_q8: {} tokens of {} values need x of {} bytes and an output of {}, got {} and {}", n_tokens,
+             cols, blocks * weight_unit_elems * 4, int8_activation_bytes(n_tokens, cols), x.size, x_int8.size);
+    graph::Dispatch dispatch;
+    dispatch.pipeline = &device.pipelines().get("quantize_q8", {{0, quantize_workgroup_size}});
+    dispatch.bindings = {{x, gpu::Access::Read}, {x_int8, gpu::Access::Write}};
+    dispatch.params(params::QuantizeQ8Params{.blocks = uint32_t(blocks)});
+    dispatch.groups = group_grid((blocks + quantize_workgroup_size - 1) / quantize_workgroup_size, device.caps());
+    return dispatch;
 }
 
 std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
@@ -83,14 +127,16 @@ std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& wei
     const gpu::Capabilities& caps = device.caps();
     const std::vector<WeightSegment> segments = weight_segments(weights, "matmul");
     if (n_tokens == 0) fail("matmul: no tokens");
-    const uint64_t x_bytes = uint64_t(n_tokens) * weights.cols * 4, y_bytes = uint64_t(n_tokens) * weights.rows * 4;
+    const MatmulConfig launch = config ? *config : matmul_config(caps, weights.type);
+    const uint64_t x_bytes = launch.int8_activations ? int8_activation_bytes(n_tokens, weights.cols)
+                                                     : uint64_t(n_tokens) * weights.cols * 4;
+    const uint64_t y_bytes = uint64_t(n_tokens) * weights.rows * 4;
     if (x.size < x_bytes || y.size < y_bytes)
         fail("matmul: {} x {} weights and {} tokens need x of {} bytes and y of {} bytes, got {} and {}",
              weights.rows, weights.cols, n_tokens, x_bytes, y_bytes, x.size, y.size);
     // Element indices are 32-bit in the kernel.
     if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
         fail("matmul: {} tokens of {} x {} weights exceed 2^32 elements", n_tokens, weights.rows, weights.cols);
-    const MatmulConfig launch = config ? *config : matmul_config(caps, weights.type);
     check_config(launch, caps, weights.type);
 
     const gpu::Pipeline& pipeline = device.pipelines().get(

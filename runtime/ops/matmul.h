@@ -3,6 +3,13 @@
 // n_tokens token vectors at once (x [n_tokens][cols], y [n_tokens][rows], as ggml_mul_mat). W stays
 // in its GGUF blocks (the types of matvec.h), decoded into shared-memory tiles by the kernel
 // (shaders/matmul_<type>.comp).
+//
+// Devices that run integer dot products accelerated (RDNA's v_dot4, NVIDIA's dp4a) multiply Q4_0 and
+// Q8_0 weights by activations quantized to int8 blocks instead, as llama.cpp's MMQ kernels do:
+// quantize_q8 turns x into blocks of 32 int8 values and an f32 scale, and matmul with
+// int8_activations sums each block's products exactly in integers (shaders/matmul_q8.comp). The
+// result differs from the float kernels by the activations' rounding, half a step of max |x| / 127 per
+// value; llama.cpp's CPU backend rounds its activations the same way for these types.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -19,14 +26,28 @@ struct MatmulConfig {
     uint32_t tile_tokens = 64;
     bool float16 = false;  // fp16 tiles and products, f32 accumulation (where the type has a variant)
     bool texel_reads = false;  // weights through texel buffers (gpu::Capabilities::texel_reads)
+    bool int8_activations = false;  // x is quantize_q8's blocks (Q4_0 and Q8_0 weights)
 };
 
-MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type);
+// Whether Q4_0 or Q8_0 weights on this device take int8 activations: where its integer dot products
+// are accelerated (lavapipe's are not: 44% of its f32 FMA rate) and it reads storage buffers
+// (gpu::Capabilities::int8_matmul).
+bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type);
+// The device's launch shape; with int8_activations that of the int8 kernel (Q4_0 and Q8_0 only).
+MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations = false);
 std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config);
+
+// Bytes of quantize_q8's output for n_tokens vectors of cols floats (cols a multiple of 32): per 32
+// values 9 words, the scale and 8 words of 4 int8 values.
+uint64_t int8_activation_bytes(uint32_t n_tokens, uint32_t cols);
+// x [n_tokens][cols] into int8 blocks, for a matmul with int8_activations.
+graph::Dispatch quantize_q8(gpu::Device& device, const graph::Region& x, const graph::Region& x_int8,
+                            uint32_t n_tokens, uint32_t cols);
 
 // The dispatches computing y = W x (y += W x with accumulate) for n_tokens vectors: one per weight
 // segment and per 24576 columns (longer rows are summed in pieces, in order, so they must run in
-// order). A config (for tests and benchmarks) replaces the device's default.
+// order). A config (for tests and benchmarks) replaces the device's default; with int8_activations, x
+// is quantize_q8's output.
 std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
                                     const graph::Region& y, uint32_t n_tokens, bool accumulate,
                                     std::optional<MatmulConfig> config = std::nullopt);

@@ -3,6 +3,9 @@
 // weight buffers, and the fused residual add.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdlib>
 
 #include "gpu_fixture.h"
@@ -45,7 +48,72 @@ void check_matmul(gpu::Device& device, gpu::Transfer& transfer, const MatmulCase
     CHECK(error <= (used.float16 ? test::f16_tolerance : test::f32_tolerance));
 }
 
+// The int8 path: quantize_q8 against ref::quantize_q8 (a value may land one step away where the
+// device's 1 / d rounds differently, a scale one fp16 step), the products against the reference on
+// the activations the GPU quantized (exact integer sums, so the f32 tolerance), and against the float
+// activations within the rounding of the activations.
+void check_matmul_int8(gpu::Device& device, gpu::Transfer& transfer, const MatmulCase& c) {
+    const uint64_t seed = case_seed(c);
+    test::HostWeights weights = test::random_weights(c.type, c.rows, c.cols, seed);
+    std::vector<float> x = test::random_floats(size_t(c.n_tokens) * c.cols, seed + 1);
+    std::vector<float> y0 = test::random_floats(size_t(c.n_tokens) * c.rows, seed + 2);
+    gpu::Buffer weight_buffer = test::upload_weights(device, transfer, weights);
+    const test::Int8Matmul got =
+        test::gpu_matmul_int8(device, transfer, weights, weight_buffer, x, y0, c.n_tokens, c.accumulate, c.config);
+    INFO(fmt::format("{} {} x {} by {} tokens{} seed {}, {} segments", gguf::type_name(c.type), c.rows, c.cols,
+                     c.n_tokens, c.accumulate ? " accumulate" : "", seed, weight_buffer.segments().size()));
+
+    const std::vector<uint32_t> want_int8 = ref::quantize_q8(x, c.cols);
+    REQUIRE(got.x_int8.size() == want_int8.size());
+    size_t scales_off = 0, steps_off = 0;
+    int max_step = 0;
+    for (size_t block = 0; block < want_int8.size(); block += 9) {
+        const float got_d = std::bit_cast<float>(got.x_int8[block]), want_d = std::bit_cast<float>(want_int8[block]);
+        // One fp16 step apart at most, where the device's max / 127 lands on the other side of a rounding.
+        scales_off += std::fabs(got_d - want_d) > 0x1p-10f * std::fabs(want_d);
+        for (size_t w = 1; w < 9; ++w)
+            for (uint32_t shift = 0; shift < 32; shift += 8) {
+                const int step = std::abs(int(int8_t(uint8_t(got.x_int8[block + w] >> shift))) -
+                                          int(int8_t(uint8_t(want_int8[block + w] >> shift))));
+                max_step = std::max(max_step, step);
+                steps_off += step != 0;
+            }
+    }
+    CHECK(scales_off == 0);
+    CHECK(max_step <= 1);
+    CHECK(steps_off * 1000 <= x.size());
+
+    std::vector<float> want = y0;
+    ref::matmul(c.type, weights.blocks, c.rows, c.cols, ref::dequantize_q8(got.x_int8), c.n_tokens, want, c.accumulate);
+    CHECK(test::relative_error(got.y, want) <= test::f32_tolerance);
+    std::vector<float> want_float = y0;
+    ref::matmul(c.type, weights.blocks, c.rows, c.cols, x, c.n_tokens, want_float, c.accumulate);
+    CHECK(test::relative_error(got.y, want_float) <= 1e-2);
+}
+
 }  // namespace
+
+TEST_CASE("matmul with int8 activations: Q4_0 and Q8_0, partial and small tiles, long rows, split segments") {
+    if (!test::device().caps().integer_dot_product) {
+        MESSAGE("the device has no integer dot products: the int8 kernel is not built for it");
+        return;
+    }
+    for (gguf::GgmlType type : {gguf::GgmlType::Q4_0, gguf::GgmlType::Q8_0}) {
+        for (MatmulCase c : {MatmulCase{type, 64, 32, 4}, MatmulCase{type, 1, 160, 40}, MatmulCase{type, 37, 96, 70, true},
+                             MatmulCase{type, 130, 64, 33}})
+            check_matmul_int8(test::device(), test::transfer(), c);
+        check_matmul_int8(test::device(), test::transfer(),
+                          {type, 45, 64, 19, true, ops::MatmulConfig{.tile_rows = 16, .tile_tokens = 32, .int8_activations = true}});
+        // 800 blocks a row: summed over two dispatches (the loop cap of matmul_body.glsl's units).
+        check_matmul_int8(test::device(), test::transfer(), {type, 5, 25600, 3});
+    }
+    setenv("VKLLM_MAX_BUFFER_RANGE", "4000", 1);
+    gpu::Device device(test::instance());
+    unsetenv("VKLLM_MAX_BUFFER_RANGE");
+    gpu::Transfer transfer(device);
+    check_matmul_int8(device, transfer, {gguf::GgmlType::Q8_0, 230, 32, 4});
+    check_matmul_int8(device, transfer, {gguf::GgmlType::Q4_0, 230, 64, 4, true});
+}
 
 TEST_CASE("matmul matches the reference for every weight type, partial tiles included") {
     const gpu::Capabilities& caps = test::device().caps();

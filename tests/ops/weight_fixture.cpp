@@ -77,4 +77,24 @@ std::vector<float> gpu_matmul(gpu::Device& device, gpu::Transfer& transfer, cons
     });
 }
 
+Int8Matmul gpu_matmul_int8(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
+                           const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
+                           uint32_t n_tokens, bool accumulate, std::optional<ops::MatmulConfig> config) {
+    const uint64_t int8_bytes = ops::int8_activation_bytes(n_tokens, weights.cols);
+    gpu::Buffer int8_buffer = device.allocator().create(int8_bytes, gpu::MemoryDomain::Device);
+    Int8Matmul result;
+    result.y = run(device, transfer, x, y0, [&](OpGraph& g, graph::Region x_region, graph::Region y_region) {
+        const ops::WeightMatrix matrix = g.weights(weights.type, weights.rows, weights.cols, weight_buffer);
+        const graph::Region x_int8 = g(int8_buffer);
+        std::vector<graph::Dispatch> dispatches = {ops::quantize_q8(device, x_region, x_int8, n_tokens, weights.cols)};
+        for (graph::Dispatch& d : ops::matmul(device, matrix, x_int8, y_region, n_tokens, accumulate,
+                                              config.value_or(ops::matmul_config(device.caps(), weights.type, true))))
+            dispatches.push_back(std::move(d));
+        return dispatches;
+    });
+    result.x_int8.resize(int8_bytes / 4);
+    transfer.readback(int8_buffer, std::span(result.x_int8));
+    return result;
+}
+
 }  // namespace vkllm::test

@@ -51,5 +51,14 @@ std::vector<float> gpu_matmul(gpu::Device& device, gpu::Transfer& transfer, cons
                               const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
                               uint32_t n_tokens, bool accumulate,
                               std::optional<ops::MatmulConfig> config = std::nullopt);
+// matmul with int8 activations: quantize_q8 of x, then the int8 kernel (config: the device's int8
+// launch when absent). Returns y and the quantized activations.
+struct Int8Matmul {
+    std::vector<float> y;
+    std::vector<uint32_t> x_int8;
+};
+Int8Matmul gpu_matmul_int8(gpu::Device& device, gpu::Transfer& transfer, const HostWeights& weights,
+                           const gpu::Buffer& weight_buffer, std::span<const float> x, std::span<const float> y0,
+                           uint32_t n_tokens, bool accumulate, std::optional<ops::MatmulConfig> config);
 
 }  // namespace vkllm::test
