@@ -258,9 +258,9 @@ void bench_arithmetic(gpu::Device& device, const Settings& options) {
     const double f16 = caps.use_float16() ? ceiling_gops(device, "bench_fma_f16", timing) : 0;
     std::printf("arithmetic ceiling: f32 FMA %.1f GFLOP/s", f32);
     if (f16 > 0) std::printf(", f16 FMA %.1f GFLOP/s", f16);
-    if (caps.integer_dot_product)  // the ceiling a Q8-activation matmul would be put against
-        std::printf(", int8 dot %.1f GOPS%s", ceiling_gops(device, "bench_dot_i8", timing),
-                    caps.integer_dot_product_accelerated ? "" : " (not accelerated)");
+    const double int8 = caps.integer_dot_product ? ceiling_gops(device, "bench_dot_i8", timing) : 0;
+    if (int8 > 0)  // the ceiling of the int8-activation matmuls
+        std::printf(", int8 dot %.1f GOPS%s", int8, caps.integer_dot_product_accelerated ? "" : " (not accelerated)");
     std::printf("\nmatmul %u x %u on 64 tokens, %s of %u runs:\n", options.rows, options.cols,
                 options.fastest ? "fastest" : "median", options.repeat);
     std::printf("  %-24s %9s %9s %8s\n", "pipeline", "ms", "GFLOP/s", "of FMA");
@@ -283,6 +283,25 @@ void bench_arithmetic(gpu::Device& device, const Settings& options) {
         const double gflops = 2.0 * options.rows * options.cols * n_tokens / (ms * 1e6);
         std::printf("  %-24s %9.3f %9.1f %7.0f%%\n", ops::matmul_pipeline_name(traits.type, config).c_str(), ms, gflops,
                     100.0 * gflops / (config.float16 ? f16 : f32));
+        // Where the type has an int8-activation kernel: x's quantization and the product, against the
+        // int8 dot ceiling (whether or not the device's own launch takes it).
+        if (int8 == 0 || (traits.type != gguf::GgmlType::Q4_0 && traits.type != gguf::GgmlType::Q8_0)) continue;
+        gpu::Buffer x_int8 =
+            device.allocator().create(ops::int8_activation_bytes(n_tokens, options.cols), gpu::MemoryDomain::Device);
+        const ops::MatmulConfig int8_config = ops::matmul_config(caps, traits.type, true);
+        const double int8_ms = op_ms(device, timing, [&](graph::Graph& g) {
+            const graph::Region quantized = g.persistent("x_int8", x_int8.range());
+            std::vector<graph::Dispatch> dispatches = {
+                ops::quantize_q8(device, g.persistent("x", x.range()), quantized, n_tokens, options.cols)};
+            for (graph::Dispatch& d :
+                 ops::matmul(device, ops::weight_matrix(g, "weights", traits.type, options.rows, options.cols, weights),
+                             quantized, g.persistent("y", y.range()), n_tokens, false, int8_config))
+                dispatches.push_back(std::move(d));
+            return dispatches;
+        });
+        const double gops = 2.0 * options.rows * options.cols * n_tokens / (int8_ms * 1e6);
+        std::printf("  %-24s %9.3f %9.1f %7.0f%% of int8 dot (quantize_q8 included)\n",
+                    ops::matmul_pipeline_name(traits.type, int8_config).c_str(), int8_ms, gops, 100.0 * gops / int8);
     }
 }
 
