@@ -8,6 +8,7 @@
 #include "ops/elementwise.h"
 #include "ops/embed.h"
 #include "ops/kv_write.h"
+#include "ops/matmul.h"
 #include "ops/rmsnorm.h"
 #include "ops/rope.h"
 #include "ops/softmax.h"
@@ -34,6 +35,13 @@ TEST_CASE("ops refuse shapes and buffers they cannot run") {
     CHECK_THROWS_AS(ops::rope_phase_table(yarn_without_context), Error);
     CHECK_THROWS_AS(ops::rope(device, {.n_dims = 128}, {.n_tokens = 1, .n_head = 1, .head_dim = 64}, r, r, r), Error);
     CHECK_THROWS_AS(ops::attn_temp(device, r, r, 1, 8, 0.1f, 0), Error);
+
+    // int8 activations: whole blocks of 32 and room for them; Q4_0 or Q8_0 weights only.
+    CHECK_THROWS_WITH_AS(ops::quantize_q8(device, r, r, 1, 48), doctest::Contains("quantize_q8"), Error);
+    CHECK_THROWS_AS(ops::quantize_q8(device, small, r, 4, 32), Error);
+    const ops::WeightMatrix q4_k = g.weights(gguf::GgmlType::Q4_K, 4, 256, buffer);
+    CHECK_THROWS_WITH_AS(ops::matmul(device, q4_k, r, r, 9, false, ops::MatmulConfig{.int8_activations = true}),
+                         doctest::Contains("int8 activations"), Error);
 
     for (uint32_t k : {0u, ops::max_top_k + 1, 101u})
         CHECK_THROWS_AS(ops::top_k(device, {.n = 100, .n_rows = 1, .k = k}, r, r, r, r), Error);
