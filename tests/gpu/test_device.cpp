@@ -42,6 +42,24 @@ TEST_CASE("VKLLM_DISABLE_F16 forces the fp32 fallbacks when the device is probed
     CHECK(test::device().caps().use_float16() == created_with);
 }
 
+TEST_CASE("VKLLM_INT8_ACTIVATIONS overrides the int8 prefill choice where integer dot products exist") {
+    gpu::Capabilities caps = test::device().caps();
+    gpu::apply_switches(caps);
+    CHECK(caps.int8_matmul() == caps.integer_dot_product_accelerated);
+    setenv("VKLLM_INT8_ACTIVATIONS", "1", 1);
+    gpu::apply_switches(caps);
+    CHECK(caps.int8_matmul() == caps.integer_dot_product);
+    setenv("VKLLM_INT8_ACTIVATIONS", "0", 1);
+    gpu::apply_switches(caps);
+    CHECK_FALSE(caps.int8_matmul());
+    unsetenv("VKLLM_INT8_ACTIVATIONS");
+    caps.integer_dot_product = caps.integer_dot_product_accelerated = false;  // a device without them
+    setenv("VKLLM_INT8_ACTIVATIONS", "1", 1);
+    gpu::apply_switches(caps);
+    CHECK_FALSE(caps.int8_matmul());
+    unsetenv("VKLLM_INT8_ACTIVATIONS");
+}
+
 TEST_CASE("a device profile clamps limits and features, and a missing requirement names it") {
     gpu::Capabilities caps = test::device().caps();
     caps.profile.clear();
