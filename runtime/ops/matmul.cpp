@@ -46,6 +46,11 @@ bool fits_device(const MatmulConfig& config, const gpu::Capabilities& caps) {
 }
 
 void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
+    if (config.int8_activations && !(has_int8_kernel(type) && caps.integer_dot_product && !config.texel_reads &&
+                                     !config.float16))
+        fail("matmul: int8 activations need Q4_0 or Q8_0 weights (got {}), the storage-read fp32 kernel and a device "
+             "with integer dot products",
+             gguf::type_name(type));
     const bool tokens_fit = config.texel_reads ? config.tile_tokens <= max_lane_tokens
                                                : config.tile_tokens % outputs_per_lane == 0;
     const uint32_t rows_per_lane = config.texel_reads ? lane_rows : outputs_per_lane;
@@ -57,11 +62,6 @@ void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, ggu
              config.tile_rows, config.tile_tokens, workgroup_size(config), shared_bytes(config));
     if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
         fail("matmul: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
-    if (config.int8_activations && !(has_int8_kernel(type) && caps.integer_dot_product && !config.texel_reads &&
-                                     !config.float16))
-        fail("matmul: int8 activations need Q4_0 or Q8_0 weights (got {}), the storage-read fp32 kernel and a device "
-             "with integer dot products",
-             gguf::type_name(type));
 }
 
 }  // namespace
