@@ -104,10 +104,17 @@ uvec4 load_u32x4_even(uint byte_offset) {
     return uvec4(funnel(w0, w1, shift), funnel(w1, w2, shift), funnel(w2, w3, shift), funnel(w3, w4, shift));
 }
 
-// Blocks that open with an f16 scale at an even byte offset (Q4_0, Q8_0), read as the words w_i from
-// the one holding their first byte (shift 0 or 16, as above): the scale, and word i of what follows it.
-float leading_half(uint w0, uint shift) { return unpackHalf2x16(w0 >> shift).x; }
-uint word_after_half(uint w_i, uint w_next, uint shift) { return shift == 0u ? funnel(w_i, w_next, 16u) : w_next; }
+// A block that opens with an f16 scale at an even byte offset (Q4_0, Q8_0): the `count` words after
+// the scale into qs[0 ..] (count <= 8, a constant), and the scale. The block's words are read from the
+// one holding its first byte; a word after the scale straddles two of them unless that byte is the
+// upper half of a word.
+float half_led_block(uint block_byte, const uint count, out uint qs[8]) {
+    const uint shift = (block_byte & 2u) << 3;
+    uint words[9];
+    weight_words_at(block_byte >> 2, count + 1, words);
+    [[unroll]] for (uint i = 0; i < count; ++i) qs[i] = shift == 0u ? funnel(words[i], words[i + 1], 16u) : words[i + 1];
+    return unpackHalf2x16(words[0] >> shift).x;
+}
 
 // The four bytes of a word, and its four low / high nibbles, lowest byte first.
 uvec4 bytes_of(uint word) { return (uvec4(word) >> uvec4(0, 8, 16, 24)) & 0xFFu; }

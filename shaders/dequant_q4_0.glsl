@@ -33,22 +33,18 @@ vec4 run_scale(uint run) {
 uint run_element(uint unit, uint run) { return 4 * run; }
 
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
-    // The block's 5 words from its (2-byte aligned) start; d is the first half, qs follow.
-    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
-    uint words[9];
-    weight_words_at(word, 5, words);
+    uint qs[8];
+    const float d = half_led_block(block_byte, 4, qs);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        const uint qs = word_after_half(words[i], words[i + 1], shift);
 #ifdef F16
-        q[i] = QVEC4(vec4(low_nibbles(qs)) - 8.0);
-        q[i + 4] = QVEC4(vec4(high_nibbles(qs)) - 8.0);
+        q[i] = QVEC4(vec4(low_nibbles(qs[i])) - 8.0);
+        q[i + 4] = QVEC4(vec4(high_nibbles(qs[i])) - 8.0);
 #else
         // Below 2^28, so the signed conversion (one instruction on every CPU) is exact.
-        q[i] = vec4(ivec4(uvec4(qs) & uvec4(0xFu, 0xF00u, 0xF0000u, 0xF000000u)));
-        q[i + 4] = vec4(ivec4(uvec4(qs & 0xF0u, qs & 0xF000u, qs & 0xF00000u, qs >> 28)));
+        q[i] = vec4(ivec4(uvec4(qs[i]) & uvec4(0xFu, 0xF00u, 0xF0000u, 0xF000000u)));
+        q[i + 4] = vec4(ivec4(uvec4(qs[i] & 0xF0u, qs[i] & 0xF000u, qs[i] & 0xF00000u, qs[i] >> 28)));
 #endif
     }
-    const float d = leading_half(words[0], shift);
     scale_bias[0] = vec2(d, HAS_BIAS ? -8.0 * d : 0.0);
 }
 
@@ -56,13 +52,10 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
 // elements 4i..4i+3, each nibble centred (n + 0x78 cannot carry into the next byte; flipping its top
 // bit gives n - 8 in two's complement).
 void decode_block_i8(uint block_byte, out uint quads[8], out float d) {
-    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
-    uint words[9];
-    weight_words_at(word, 5, words);
+    uint qs[8];
+    d = half_led_block(block_byte, 4, qs);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        const uint qs = word_after_half(words[i], words[i + 1], shift);
-        quads[i] = ((qs & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
-        quads[i + 4] = (((qs >> 4) & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
+        quads[i] = ((qs[i] & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
+        quads[i + 4] = (((qs[i] >> 4) & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
     }
-    d = leading_half(words[0], shift);
 }

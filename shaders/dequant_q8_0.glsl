@@ -14,20 +14,11 @@ uint weight_row_bytes(uint cols) { return cols / BLOCK_ELEMS * BLOCK_BYTES; }
 uint run_element(uint unit, uint run) { return 4 * run; }
 
 void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
-    // The block's 17 words from its (2-byte aligned) start; d is the first half, qs follow.
-    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
-    uint words[9];
-    weight_words_at(word, 9, words);
-    [[unroll]] for (uint i = 0; i < 8; ++i) q[i] = QVEC4(signed_bytes_of(word_after_half(words[i], words[i + 1], shift)));
-    scale_bias[0] = vec2(leading_half(words[0], shift), 0.0);
+    uint qs[8];
+    scale_bias[0] = vec2(half_led_block(block_byte, 8, qs), 0.0);
+    [[unroll]] for (uint i = 0; i < 8; ++i) q[i] = QVEC4(signed_bytes_of(qs[i]));
 }
 
 // The block as 8 words of 4 signed bytes for integer dot products (matmul_q8.comp): word i holds
 // elements 4i..4i+3, as stored.
-void decode_block_i8(uint block_byte, out uint quads[8], out float d) {
-    uint word = block_byte >> 2, shift = (block_byte & 2u) << 3;
-    uint words[9];
-    weight_words_at(word, 9, words);
-    [[unroll]] for (uint i = 0; i < 8; ++i) quads[i] = word_after_half(words[i], words[i + 1], shift);
-    d = leading_half(words[0], shift);
-}
+void decode_block_i8(uint block_byte, out uint quads[8], out float d) { d = half_led_block(block_byte, 8, quads); }
