@@ -74,10 +74,7 @@ void project(Builder& b, const std::string& name, const Weight& weights, graph::
     if (!ops::int8_activations_pay(b.device.caps(), weights.type))
         return b.add(name, ops::matmul(b.device, weights.matrix(b.graph), x, y, n_tokens, accumulate), weights.bytes());
     const graph::Region x_int8 = b.graph.transient(name + ".x_int8", ops::int8_activation_bytes(n_tokens, weights.cols));
-    b.graph.add(name + ".quantize", ops::quantize_q8(b.device, x, x_int8, n_tokens, weights.cols));
-    b.add(name,
-          ops::matmul(b.device, weights.matrix(b.graph), x_int8, y, n_tokens, accumulate,
-                      ops::matmul_config(b.device.caps(), weights.type, true)),
+    b.add(name, ops::matmul_int8(b.device, weights.matrix(b.graph), x, x_int8, y, n_tokens, accumulate),
           weights.bytes());
 }
 

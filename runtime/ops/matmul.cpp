@@ -64,6 +64,15 @@ void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, ggu
         fail("matmul: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
 }
 
+// The shared-memory kernels' tile: 64 x 64, halved (tokens first) on devices with smaller workgroups or
+// shared memory.
+MatmulConfig shared_memory_tile(const gpu::Capabilities& caps, MatmulConfig config) {
+    config.tile_rows = config.tile_tokens = 64;
+    while (!fits_device(config, caps) && config.tile_tokens > outputs_per_lane) config.tile_tokens /= 2;
+    while (!fits_device(config, caps) && config.tile_rows > outputs_per_lane) config.tile_rows /= 2;
+    return config;
+}
+
 }  // namespace
 
 bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type) {
@@ -71,12 +80,7 @@ bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type) {
 }
 
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations) {
-    if (int8_activations) {
-        MatmulConfig config{.tile_rows = 64, .tile_tokens = 64, .int8_activations = true};
-        while (!fits_device(config, caps) && config.tile_tokens > outputs_per_lane) config.tile_tokens /= 2;
-        while (!fits_device(config, caps) && config.tile_rows > outputs_per_lane) config.tile_rows /= 2;
-        return config;
-    }
+    if (int8_activations) return shared_memory_tile(caps, {.int8_activations = true});
     // fp16 arithmetic only adds conversions on a CPU.
     const bool cpu = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
     const bool float16 = !cpu && caps.use_float16() && has_f16_variant(type);
@@ -88,11 +92,7 @@ MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, b
         return {.tile_rows = 8 * lane_rows, .tile_tokens = cpu ? max_lane_tokens : 4, .float16 = float16,
                 .texel_reads = true};
     if (cpu) return {.tile_rows = 32, .tile_tokens = 32, .float16 = false, .texel_reads = false};
-    // 64 x 64 tiles, halved (tokens first) on devices with smaller workgroups or shared memory.
-    MatmulConfig config{.tile_rows = 64, .tile_tokens = 64, .float16 = float16, .texel_reads = false};
-    while (!fits_device(config, caps) && config.tile_tokens > outputs_per_lane) config.tile_tokens /= 2;
-    while (!fits_device(config, caps) && config.tile_rows > outputs_per_lane) config.tile_rows /= 2;
-    return config;
+    return shared_memory_tile(caps, {.float16 = float16});
 }
 
 std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config) {
@@ -164,6 +164,16 @@ std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& wei
             dispatch.groups = {row_groups, token_groups, 1};
         }
     }
+    return dispatches;
+}
+
+std::vector<graph::Dispatch> matmul_int8(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                         const graph::Region& x_int8, const graph::Region& y, uint32_t n_tokens,
+                                         bool accumulate, std::optional<MatmulConfig> config) {
+    std::vector<graph::Dispatch> dispatches = {quantize_q8(device, x, x_int8, n_tokens, weights.cols)};
+    for (graph::Dispatch& dispatch : matmul(device, weights, x_int8, y, n_tokens, accumulate,
+                                            config.value_or(matmul_config(device.caps(), weights.type, true))))
+        dispatches.push_back(std::move(dispatch));
     return dispatches;
 }
 

@@ -44,6 +44,12 @@ uint64_t int8_activation_bytes(uint32_t n_tokens, uint32_t cols);
 graph::Dispatch quantize_q8(gpu::Device& device, const graph::Region& x, const graph::Region& x_int8,
                             uint32_t n_tokens, uint32_t cols);
 
+// A projection with int8 activations: quantize_q8 of x into x_int8 (int8_activation_bytes), then
+// matmul from it with the device's int8 launch, or `config`.
+std::vector<graph::Dispatch> matmul_int8(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,
+                                         const graph::Region& x_int8, const graph::Region& y, uint32_t n_tokens,
+                                         bool accumulate, std::optional<MatmulConfig> config = std::nullopt);
+
 // The dispatches computing y = W x (y += W x with accumulate) for n_tokens vectors: one per weight
 // segment and per 24576 columns (longer rows are summed in pieces, in order, so they must run in
 // order). A config (for tests and benchmarks) replaces the device's default; with int8_activations, x

@@ -85,12 +85,7 @@ Int8Matmul gpu_matmul_int8(gpu::Device& device, gpu::Transfer& transfer, const H
     Int8Matmul result;
     result.y = run(device, transfer, x, y0, [&](OpGraph& g, graph::Region x_region, graph::Region y_region) {
         const ops::WeightMatrix matrix = g.weights(weights.type, weights.rows, weights.cols, weight_buffer);
-        const graph::Region x_int8 = g(int8_buffer);
-        std::vector<graph::Dispatch> dispatches = {ops::quantize_q8(device, x_region, x_int8, n_tokens, weights.cols)};
-        for (graph::Dispatch& d : ops::matmul(device, matrix, x_int8, y_region, n_tokens, accumulate,
-                                              config.value_or(ops::matmul_config(device.caps(), weights.type, true))))
-            dispatches.push_back(std::move(d));
-        return dispatches;
+        return ops::matmul_int8(device, matrix, x_region, g(int8_buffer), y_region, n_tokens, accumulate, config);
     });
     result.x_int8.resize(int8_bytes / 4);
     transfer.readback(int8_buffer, std::span(result.x_int8));

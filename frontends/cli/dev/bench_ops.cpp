@@ -290,14 +290,10 @@ void bench_arithmetic(gpu::Device& device, const Settings& options) {
             device.allocator().create(ops::int8_activation_bytes(n_tokens, options.cols), gpu::MemoryDomain::Device);
         const ops::MatmulConfig int8_config = ops::matmul_config(caps, traits.type, true);
         const double int8_ms = op_ms(device, timing, [&](graph::Graph& g) {
-            const graph::Region quantized = g.persistent("x_int8", x_int8.range());
-            std::vector<graph::Dispatch> dispatches = {
-                ops::quantize_q8(device, g.persistent("x", x.range()), quantized, n_tokens, options.cols)};
-            for (graph::Dispatch& d :
-                 ops::matmul(device, ops::weight_matrix(g, "weights", traits.type, options.rows, options.cols, weights),
-                             quantized, g.persistent("y", y.range()), n_tokens, false, int8_config))
-                dispatches.push_back(std::move(d));
-            return dispatches;
+            return ops::matmul_int8(device,
+                                    ops::weight_matrix(g, "weights", traits.type, options.rows, options.cols, weights),
+                                    g.persistent("x", x.range()), g.persistent("x_int8", x_int8.range()),
+                                    g.persistent("y", y.range()), n_tokens, false, int8_config);
         });
         const double gops = 2.0 * options.rows * options.cols * n_tokens / (int8_ms * 1e6);
         std::printf("  %-24s %9.3f %9.1f %7.0f%% of int8 dot (quantize_q8 included)\n",
