@@ -10,16 +10,12 @@
 // dispatches (the later ones accumulating), as a step costs about 14 loop iterations and lavapipe
 // silently stops loops that run too long.
 //
-// With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is an expert
-// e (from expert_begin, the first the bound segment holds): its tile of tokens is entries first_token.. of e's list (ops::moe_group), entry = token * n_slots
-// + slot, reading x row `entry` (x_per_slot) or `token`, writing y row `entry`. Bindings: 0 weights,
-// 1 x, 2 counts [n_expert], 3 entries [n_expert][n_tokens], 4 y.
+// With EXPERT_IDS W is a stack of expert matrices and each workgroup an expert's tile of tokens
+// (matmul_tile.glsl). Bindings: 0 weights, 1 x, then matmul_tile.glsl's.
 // The TEXEL_READS variant of the plain product is the CPU kernel of matmul_lanes.glsl instead.
 #if defined(TEXEL_READS) && !defined(EXPERT_IDS)
 #include "matmul_lanes.glsl"
 #else
-#include "params.h"
-
 const uint TM = 4;  // rows per invocation
 const uint TN = 4;  // tokens per invocation
 const uint TILE_STRIDE = UNIT_RUNS + 1;  // vec4s per tile line, padded against shared-memory bank conflicts
@@ -30,36 +26,10 @@ layout(constant_id = 3) const uint TILE_ROWS = 64;    // a multiple of TM
 layout(constant_id = 4) const uint TILE_TOKENS = 64;  // a multiple of TN
 
 layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
-#ifdef EXPERT_IDS
-layout(set = 0, binding = 2, std430) readonly buffer Counts { uint expert_counts[]; };
-layout(set = 0, binding = 3, std430) readonly buffer Entries { uint expert_entries[]; };
-layout(set = 0, binding = 4, std430) buffer Output { float y[]; };
-layout(push_constant) uniform Push { MatmulIdParams p; };
-#else
-layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
-layout(push_constant) uniform Push { MatmulParams p; };
-#endif
+#include "matmul_tile.glsl"
 
 shared QVEC4 tile_w[TILE_ROWS * TILE_STRIDE];
 shared QVEC4 tile_x[TILE_TOKENS * TILE_STRIDE];
-#ifdef EXPERT_IDS
-shared uint tile_entries[TILE_TOKENS];  // this tile's entries; 0xFFFFFFFF past the expert's count
-#endif
-
-// Row `row` of the tile's rows as a row of the bound segment, and whether the segment holds it.
-#ifdef EXPERT_IDS
-uint expert_first_row() { return (p.expert_begin + gl_WorkGroupID.z) * p.expert_rows + p.row_begin; }
-bool segment_holds(uint row) {
-    const uint stack_row = expert_first_row() + row;
-    return row < p.rows && stack_row >= p.row_offset && stack_row < p.row_offset + p.row_count;
-}
-uint segment_row(uint row) {
-    return uint(clamp(int(expert_first_row() + row) - int(p.row_offset), 0, int(p.row_count) - 1));
-}
-#else
-bool segment_holds(uint row) { return row < p.row_count; }
-uint segment_row(uint row) { return min(row, p.row_count - 1); }
-#endif
 
 // Decodes unit `u` (along k) of each tile row into tile_w; rows past the end repeat the last row.
 void stage_weights(uint first_row, uint u, uint runs) {
@@ -84,14 +54,8 @@ void stage_inputs(uint first_token, uint u, uint runs) {
     const uint col0 = (u / units_per_block) * BLOCK_ELEMS;
     for (uint i = gl_LocalInvocationID.x; i < TILE_TOKENS * UNIT_RUNS; i += gl_WorkGroupSize.x) {
         const uint n = i / UNIT_RUNS, r = i % UNIT_RUNS;
-#ifdef EXPERT_IDS
-        const uint entry = tile_entries[n];
-        const bool present = entry != 0xFFFFFFFFu;
-        const uint token = p.x_per_slot != 0u ? entry : entry / p.n_slots;
-#else
-        const uint token = first_token + n;
-        const bool present = token < p.n_tokens;
-#endif
+        uint token;
+        const bool present = tile_input_row(first_token, n, token);
         vec4 x = vec4(0.0);
         if (present && r < runs)
             x = x4[(token * p.cols + col0 + run_element(u % units_per_block, r)) >> 2];
@@ -104,17 +68,7 @@ void main() {
     const uint row_lanes = TILE_ROWS / TM, token_lanes = TILE_TOKENS / TN;
     const uint lane_row = gl_LocalInvocationID.x % row_lanes, lane_token = gl_LocalInvocationID.x / row_lanes;
     const uint first_row = gl_WorkGroupID.x * TILE_ROWS, first_token = gl_WorkGroupID.y * TILE_TOKENS;
-#ifdef EXPERT_IDS
-    // Workgroup-uniform exits: past the expert's tokens, or no tile row in the bound segment.
-    const uint expert = p.expert_begin + gl_WorkGroupID.z, count = expert_counts[expert];
-    const uint tile_end = min(first_row + TILE_ROWS, p.rows);
-    if (first_token >= count || first_row >= tile_end ||
-        expert_first_row() + tile_end <= p.row_offset || expert_first_row() + first_row >= p.row_offset + p.row_count)
-        return;
-    for (uint n = gl_LocalInvocationID.x; n < TILE_TOKENS; n += gl_WorkGroupSize.x)
-        tile_entries[n] = first_token + n < count ? expert_entries[expert * p.n_tokens + first_token + n] : 0xFFFFFFFFu;
-    barrier();
-#endif
+    if (!tile_begin(first_row, first_token)) return;
 
     float acc[TM][TN];
     [[unroll]] for (uint i = 0; i < TM; ++i)
@@ -136,25 +90,6 @@ void main() {
         barrier();
     }
 
-    [[unroll]] for (uint j = 0; j < TN; ++j) {
-#ifdef EXPERT_IDS
-        const uint entry = tile_entries[lane_token + j * token_lanes];
-        const bool present = entry != 0xFFFFFFFFu;
-        const uint out_base = entry * p.rows;
-#else
-        const uint token = first_token + lane_token + j * token_lanes;
-        const bool present = token < p.n_tokens;
-        const uint out_base = token * p.rows + p.row_offset;
-#endif
-        [[unroll]] for (uint i = 0; i < TM; ++i) {
-            const uint row = first_row + lane_row + i * row_lanes;
-            if (present && segment_holds(row)) {
-                const uint index = out_base + row;
-                float value = acc[i][j];
-                if (p.accumulate != 0u) value += y[index];
-                y[index] = value;
-            }
-        }
-    }
+    store_tile(acc, first_row, first_token, lane_row, lane_token);
 }
 #endif
