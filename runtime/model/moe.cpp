@@ -31,15 +31,31 @@ void expert_matvec(Builder& b, const std::string& name, const Weight& stack, con
           active_bytes(stack, select, n_used));
 }
 
+// The x of a chunk's expert products: [token][cols], or [token][slot][cols] per slot. Where the
+// device's integer dot products pay for a stack's type (ops/matmul.h), the products read its int8
+// blocks instead, quantized once for all the stacks that take them.
+struct ChunkInput {
+    graph::Region x;
+    bool per_slot = false;
+    std::optional<graph::Region> x_int8;
+};
+
 // A chunk: y[entry] = W_e x[entry or token] over each expert's entries.
 void expert_matmul(Builder& b, const std::string& name, const Weight& stack, const ops::ExpertRows& select,
-                   graph::Region x, bool x_per_slot, const ExpertLists& lists, graph::Region y, uint32_t n_used) {
+                   ChunkInput& input, const ExpertLists& lists, graph::Region y, uint32_t n_used) {
     const uint32_t n_tokens = b.shape.n_tokens;
+    const bool int8 = ops::int8_activations_pay(b.device.caps(), stack.type);
+    if (int8 && !input.x_int8) {
+        const uint32_t x_rows = input.per_slot ? n_tokens * n_used : n_tokens;
+        input.x_int8 = b.graph.transient(name + ".x_int8", ops::int8_activation_bytes(x_rows, stack.cols));
+        b.graph.add(name + ".quantize", ops::quantize_q8(b.device, input.x, *input.x_int8, x_rows, stack.cols));
+    }
     // Each expert any token selected is read once per chunk.
     const uint32_t experts_read = std::min(select.n_expert, n_tokens * n_used);
     b.add(name,
-          ops::matmul_id(b.device, stack.matrix(b.graph), select, x, x_per_slot, lists.counts, lists.entries, y,
-                         n_tokens, n_used),
+          ops::matmul_id(b.device, stack.matrix(b.graph), select, int8 ? *input.x_int8 : input.x, input.per_slot,
+                         lists.counts, lists.entries, y, n_tokens, n_used,
+                         ops::matmul_id_config(b.device.caps(), stack.type, select, n_tokens, n_used, int8)),
           active_bytes(stack, select, experts_read));
 }
 
@@ -80,23 +96,25 @@ graph::Region routed_experts_chunk(Builder& b, int layer, graph::Region normed, 
                 ops::moe_group(b.device, ids, lists.counts, lists.entries, n_expert, n_used, n_tokens));
     auto gate = b.graph.transient(layer_name(layer, "ffn_moe_gate"), slots * n_ff * f32);
     auto up = b.graph.transient(layer_name(layer, "ffn_moe_up"), slots * n_ff * f32);
+    ChunkInput input{normed};
     if (w.gate_up_exps) {
         // A fused stack gives each expert's gate rows, then its up rows: two products over one tensor.
-        expert_matmul(b, layer_name(layer, "ffn_gate_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, 0, n_ff}, normed,
-                      false, lists, gate, n_used);
-        expert_matmul(b, layer_name(layer, "ffn_up_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, n_ff, n_ff}, normed,
-                      false, lists, up, n_used);
-    } else {
-        expert_matmul(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, normed, false,
+        expert_matmul(b, layer_name(layer, "ffn_gate_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, 0, n_ff}, input,
                       lists, gate, n_used);
-        expert_matmul(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, normed, false,
+        expert_matmul(b, layer_name(layer, "ffn_up_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, n_ff, n_ff}, input,
                       lists, up, n_used);
+    } else {
+        expert_matmul(b, layer_name(layer, "ffn_gate_exps"), *w.gate_exps, {n_expert, n_ff, 0, n_ff}, input, lists,
+                      gate, n_used);
+        expert_matmul(b, layer_name(layer, "ffn_up_exps"), *w.up_exps, {n_expert, n_ff, 0, n_ff}, input, lists, up,
+                      n_used);
     }
     auto hidden = b.graph.transient(layer_name(layer, "ffn_moe_hidden"), slots * n_ff * f32);
     b.graph.add(layer_name(layer, "ffn_moe_act"),
                 ops::glu(b.device, spec.activation, gate, up, hidden, uint32_t(slots * n_ff)));
     auto out = b.graph.transient(layer_name(layer, "ffn_moe_down"), slots * n_embd * f32);
-    expert_matmul(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd}, hidden, true,
+    ChunkInput hidden_input{hidden, true};
+    expert_matmul(b, layer_name(layer, "ffn_down_exps"), w.down_exps, {n_expert, n_embd, 0, n_embd}, hidden_input,
                   lists, out, n_used);
     return out;
 }

@@ -90,6 +90,14 @@ std::vector<graph::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& 
     return dispatches;
 }
 
+MatmulConfig matmul_id_config(const gpu::Capabilities& caps, gguf::GgmlType type, const ExpertRows& select,
+                              uint32_t n_tokens, uint32_t n_slots, bool int8_activations) {
+    MatmulConfig launch = matmul_config(caps, type, int8_activations);
+    const uint64_t per_expert = (uint64_t(n_tokens) * n_slots + select.n_expert - 1) / std::max(select.n_expert, 1u);
+    while (launch.tile_tokens > 8 && launch.tile_tokens / 2 >= per_expert) launch.tile_tokens /= 2;
+    return launch;
+}
+
 std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
                                        const graph::Region& x, bool x_per_slot, const graph::Region& counts,
                                        const graph::Region& entries, const graph::Region& y, uint32_t n_tokens,
@@ -97,8 +105,12 @@ std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& 
     const gpu::Capabilities& caps = device.caps();
     check_select(experts, select, "matmul_id");
     const std::vector<WeightSegment> segments = weight_segments(experts, "matmul_id");
+    const MatmulConfig launch = config.value_or(matmul_id_config(caps, experts.type, select, n_tokens, n_slots));
+    check_int8_activations(launch, caps, experts.type, "matmul_id");
     const uint64_t entries_total = uint64_t(n_tokens) * n_slots;
-    const uint64_t x_bytes = (x_per_slot ? entries_total : n_tokens) * experts.cols * 4;
+    const uint64_t x_rows = x_per_slot ? entries_total : n_tokens;
+    const uint64_t x_bytes =
+        launch.int8_activations ? int8_activation_bytes(x_rows, experts.cols) : x_rows * experts.cols * 4;
     const uint64_t y_bytes = entries_total * select.rows * 4;
     if (n_tokens == 0 || n_slots == 0 || x.size < x_bytes || y.size < y_bytes ||
         counts.size < uint64_t(select.n_expert) * 4 || entries.size < uint64_t(select.n_expert) * n_tokens * 4)
@@ -107,13 +119,6 @@ std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& 
             n_tokens, n_slots, select.n_expert, select.rows, experts.cols, x_bytes, y_bytes, x.size, y.size);
     if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
         fail("matmul_id: {} tokens of {} slots exceed 2^32 elements", n_tokens, n_slots);
-    MatmulConfig launch = config.value_or(matmul_config(caps, experts.type));
-    if (!config) {
-        // Tiles of tokens sized to what an expert gets on average: a chunk spread over many experts
-        // would otherwise multiply mostly empty token rows.
-        const uint64_t per_expert = (entries_total + select.n_expert - 1) / select.n_expert;
-        while (launch.tile_tokens > 8 && launch.tile_tokens / 2 >= per_expert) launch.tile_tokens /= 2;
-    }
     const uint32_t invocations = launch.tile_rows / 4 * (launch.tile_tokens / 4);
     if (launch.tile_rows % 4 != 0 || launch.tile_tokens % 4 != 0 || invocations == 0 ||
         invocations > caps.max_workgroup_invocations ||
@@ -121,8 +126,9 @@ std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& 
         fail("matmul_id: a {} x {} tile{} does not run on this device", launch.tile_rows, launch.tile_tokens,
              launch.float16 ? " in fp16" : "");
 
+    const std::string_view op = launch.int8_activations ? "matmul_q8_id" : "matmul_id";
     const gpu::Pipeline& pipeline =
-        device.pipelines().get(weight_pipeline_name("matmul_id", experts.type, launch.float16, launch.texel_reads),
+        device.pipelines().get(weight_pipeline_name(op, experts.type, launch.float16, launch.texel_reads),
                                {{0, invocations}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t row_groups = (select.rows + launch.tile_rows - 1) / launch.tile_rows;
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;

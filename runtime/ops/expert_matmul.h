@@ -43,9 +43,17 @@ std::vector<graph::Dispatch> matvec_id(gpu::Device& device, const WeightMatrix& 
                                        const ExpertInput& input, const graph::Region& ids, const ExpertOutput& output,
                                        uint32_t n_slots, std::optional<MatvecConfig> config = std::nullopt);
 
+// matmul_id's launch on this device: matmul_config's tile (the int8 kernel's with int8_activations),
+// its tokens cut to what an expert gets on average, so that a chunk spread over many experts does
+// not multiply mostly empty token rows.
+MatmulConfig matmul_id_config(const gpu::Capabilities& caps, gguf::GgmlType type, const ExpertRows& select,
+                              uint32_t n_tokens, uint32_t n_slots, bool int8_activations = false);
+
 // A chunk grouped by expert (ops::moe_group): for each expert e and each of its count[e] entries
 // (entry = token * n_slots + slot), y[entry] = W_e x[x_per_slot ? entry : token]; y f32
-// [n_tokens * n_slots][rows]. Workgroups past an expert's count exit at once.
+// [n_tokens * n_slots][rows]. Workgroups past an expert's count exit at once. A config (tests,
+// benchmarks, int8 activations) replaces matmul_id_config's; with int8_activations, x is
+// quantize_q8's blocks of those rows (Q4_0 and Q8_0 stacks, ops/matmul.h).
 std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& experts, const ExpertRows& select,
                                        const graph::Region& x, bool x_per_slot, const graph::Region& counts,
                                        const graph::Region& entries, const graph::Region& y, uint32_t n_tokens,

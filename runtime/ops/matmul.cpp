@@ -46,11 +46,7 @@ bool fits_device(const MatmulConfig& config, const gpu::Capabilities& caps) {
 }
 
 void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
-    if (config.int8_activations && !(has_int8_kernel(type) && caps.integer_dot_product && !config.texel_reads &&
-                                     !config.float16))
-        fail("matmul: int8 activations need Q4_0 or Q8_0 weights (got {}), the storage-read fp32 kernel and a device "
-             "with integer dot products",
-             gguf::type_name(type));
+    check_int8_activations(config, caps, type, "matmul");
     const bool tokens_fit = config.texel_reads ? config.tile_tokens <= max_lane_tokens
                                                : config.tile_tokens % outputs_per_lane == 0;
     const uint32_t rows_per_lane = config.texel_reads ? lane_rows : outputs_per_lane;
@@ -79,6 +75,15 @@ bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type) {
     return has_int8_kernel(type) && caps.int8_matmul() && !caps.texel_reads();
 }
 
+void check_int8_activations(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type,
+                            std::string_view op) {
+    if (config.int8_activations && !(has_int8_kernel(type) && caps.integer_dot_product && !config.texel_reads &&
+                                     !config.float16))
+        fail("{}: int8 activations need Q4_0 or Q8_0 weights (got {}), the storage-read fp32 kernel and a device "
+             "with integer dot products",
+             op, gguf::type_name(type));
+}
+
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations) {
     if (int8_activations) return shared_memory_tile(caps, {.int8_activations = true});
     // fp16 arithmetic only adds conversions on a CPU.
@@ -100,8 +105,8 @@ std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config
                                 config.texel_reads);
 }
 
-uint64_t int8_activation_bytes(uint32_t n_tokens, uint32_t cols) {
-    return uint64_t(n_tokens) * (cols / weight_unit_elems) * int8_block_words * 4;
+uint64_t int8_activation_bytes(uint64_t n_tokens, uint32_t cols) {
+    return n_tokens * (cols / weight_unit_elems) * int8_block_words * 4;
 }
 
 graph::Dispatch quantize_q8(gpu::Device& device, const graph::Region& x, const graph::Region& x_int8,

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ops/matvec.h"
@@ -33,13 +34,17 @@ struct MatmulConfig {
 // are accelerated (lavapipe's are not: 44% of its f32 FMA rate) and it reads storage buffers
 // (gpu::Capabilities::int8_matmul).
 bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type);
+// Refuses, naming `op`, a config with int8_activations that the int8 kernel cannot run: other weight
+// types, texel reads, fp16, or a device without integer dot products.
+void check_int8_activations(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type,
+                            std::string_view op);
 // The device's launch shape; with int8_activations that of the int8 kernel (Q4_0 and Q8_0 only).
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations = false);
 std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config);
 
 // Bytes of quantize_q8's output for n_tokens vectors of cols floats (cols a multiple of 32): per 32
 // values 9 words, the scale and 8 words of 4 int8 values.
-uint64_t int8_activation_bytes(uint32_t n_tokens, uint32_t cols);
+uint64_t int8_activation_bytes(uint64_t n_tokens, uint32_t cols);
 // x [n_tokens][cols] into int8 blocks, for a matmul with int8_activations.
 graph::Dispatch quantize_q8(gpu::Device& device, const graph::Region& x, const graph::Region& x_int8,
                             uint32_t n_tokens, uint32_t cols);

@@ -2,7 +2,8 @@
 // scoring, selection bias, group limit, normalisation, routed scale; ties to the lower index, NaN
 // never chosen), the per-expert token lists, products with the selected experts for every weight
 // type (one token and a grouped chunk, fused gate/up halves, split weight buffers with experts
-// straddling segments, rows past lavapipe's loop cap) and the weighted combine.
+// straddling segments, rows past lavapipe's loop cap; matmul_id with int8 activations too) and the
+// weighted combine.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "ops/expert_matmul.h"
 #include "ops/moe_route.h"
 #include "ops/ref/elementwise_ref.h"
+#include "ops/ref/matmul_ref.h"
 #include "ops/ref/moe_ref.h"
 #include "weight_fixture.h"
 
@@ -197,7 +199,9 @@ gpu::Buffer upload_on(gpu::Device& device, gpu::Transfer& transfer, std::span<co
     return buffer;
 }
 
-// Both input layouts: one x per token (gate/up), and one per slot (down).
+// Both input layouts: one x per token (gate/up), and one per slot (down). With int8 activations
+// the reference reads what the kernel read, the GPU's quantize_q8 blocks dequantized: its block sums
+// are exact, so it stays within the f32 tolerance.
 void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCase& c) {
     const ops::ExpertRows& s = c.select;
     const uint64_t seed = test::base_seed() ^ (uint64_t(c.type) << 56) ^ (uint64_t(s.expert_rows) << 32) ^
@@ -206,22 +210,19 @@ void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCas
     const gpu::Buffer weight_buffer = test::upload_weights(device, transfer, weights);
     const std::vector<uint32_t> ids = random_ids(c.n_tokens, c.n_used, s.n_expert, seed);
     const uint32_t slots = c.n_tokens * c.n_used;
+    const bool int8 = c.n_tokens > 1 && c.matmul_config && c.matmul_config->int8_activations;
     gpu::Buffer ids_buffer = upload_on(device, transfer, std::span<const uint32_t>(ids));
     gpu::Buffer counts = device.allocator().create(s.n_expert * 4, gpu::MemoryDomain::Device);
     gpu::Buffer entries =
         device.allocator().create(ops::moe_group_entries_bytes(s.n_expert, c.n_tokens), gpu::MemoryDomain::Device);
     for (bool x_per_slot : {false, true}) {
         const uint32_t x_rows = x_per_slot ? slots : c.n_tokens;
-        const std::vector<float> x = test::random_floats(size_t(x_rows) * c.cols, seed + 1);
-        // The reference per token: its slots' experts on its x (or each slot's x).
-        std::vector<float> want(size_t(slots) * s.rows);
-        for (uint32_t t = 0; t < c.n_tokens; ++t)
-            ref::expert_products(c.type, weights.blocks, s.expert_rows, c.cols, s.row_begin, s.rows,
-                                 std::span(ids).subspan(t * c.n_used, c.n_used),
-                                 std::span<const float>(x).subspan(size_t(x_per_slot ? t * c.n_used : t) * c.cols),
-                                 x_per_slot, std::span(want).subspan(size_t(t) * c.n_used * s.rows));
+        std::vector<float> x = test::random_floats(size_t(x_rows) * c.cols, seed + 1);
         gpu::Buffer x_buffer = upload_on(device, transfer, std::span<const float>(x));
-        gpu::Buffer y_buffer = device.allocator().create(want.size() * 4, gpu::MemoryDomain::Device);
+        gpu::Buffer x_int8 = device.allocator().create(int8 ? ops::int8_activation_bytes(x_rows, c.cols) : 4,
+                                                       gpu::MemoryDomain::Device);
+        gpu::Buffer y_buffer =
+            device.allocator().create(uint64_t(slots) * s.rows * 4, gpu::MemoryDomain::Device);
         test::OpGraph g(device);
         const ops::WeightMatrix matrix = g.weights(c.type, weights.rows, c.cols, weight_buffer);
         std::vector<graph::Dispatch> dispatches;
@@ -231,18 +232,41 @@ void check_experts(gpu::Device& device, gpu::Transfer& transfer, const ExpertCas
         } else {
             dispatches = {
                 ops::moe_group(device, g(ids_buffer), g(counts), g(entries), s.n_expert, c.n_used, c.n_tokens)};
-            for (graph::Dispatch& d : ops::matmul_id(device, matrix, s, g(x_buffer), x_per_slot, g(counts), g(entries),
-                                                     g(y_buffer), c.n_tokens, c.n_used, c.matmul_config))
+            if (int8) dispatches.push_back(ops::quantize_q8(device, g(x_buffer), g(x_int8), x_rows, c.cols));
+            for (graph::Dispatch& d : ops::matmul_id(device, matrix, s, int8 ? g(x_int8) : g(x_buffer), x_per_slot,
+                                                     g(counts), g(entries), g(y_buffer), c.n_tokens, c.n_used,
+                                                     c.matmul_config))
                 dispatches.push_back(std::move(d));
         }
         g.run(dispatches);
+        if (int8) {
+            std::vector<uint32_t> blocks(ops::int8_activation_bytes(x_rows, c.cols) / 4);
+            transfer.readback(x_int8, std::span(blocks));
+            x = ref::dequantize_q8(blocks);
+        }
+        // The reference per token: its slots' experts on its x (or each slot's x).
+        std::vector<float> want(size_t(slots) * s.rows);
+        for (uint32_t t = 0; t < c.n_tokens; ++t)
+            ref::expert_products(c.type, weights.blocks, s.expert_rows, c.cols, s.row_begin, s.rows,
+                                 std::span(ids).subspan(t * c.n_used, c.n_used),
+                                 std::span<const float>(x).subspan(size_t(x_per_slot ? t * c.n_used : t) * c.cols),
+                                 x_per_slot, std::span(want).subspan(size_t(t) * c.n_used * s.rows));
         std::vector<float> got(want.size());
         transfer.readback(y_buffer, std::span(got));
-        INFO(fmt::format("{} {} experts of {} rows (rows {}..{}) x {} cols, {} tokens, x per {}, {} segments, seed {}",
+        INFO(fmt::format("{} {} experts of {} rows (rows {}..{}) x {} cols, {} tokens, x per {}{}, {} segments, seed {}",
                          gguf::type_name(c.type), s.n_expert, s.expert_rows, s.row_begin, s.row_begin + s.rows, c.cols,
-                         c.n_tokens, x_per_slot ? "slot" : "token", weight_buffer.segments().size(), seed));
+                         c.n_tokens, x_per_slot ? "slot" : "token", int8 ? " in int8" : "",
+                         weight_buffer.segments().size(), seed));
         CHECK(test::relative_error(got, want) <= tolerance(device, c));
     }
+}
+
+// matmul_id with int8 activations on this device's int8 launch, or `config`.
+ExpertCase int8_case(gguf::GgmlType type, ops::ExpertRows select, uint32_t cols, uint32_t n_tokens, uint32_t n_used,
+                     std::optional<ops::MatmulConfig> config = std::nullopt) {
+    const gpu::Capabilities& caps = test::device().caps();
+    return {type, select, cols, n_tokens, n_used, std::nullopt,
+            config.value_or(ops::matmul_id_config(caps, type, select, n_tokens, n_used, true))};
 }
 
 }  // namespace
@@ -339,6 +363,32 @@ TEST_CASE("matvec_id and matmul_id over split weight buffers, experts straddling
     check_experts(device, transfer, {F32, {5, 30, 0, 30}, 16, 9, 2});
 }
 
+TEST_CASE("matmul_id with int8 activations: Q4_0 and Q8_0 stacks, fused halves, small tiles, long rows, split buffers") {
+    if (!test::device().caps().integer_dot_product) {
+        MESSAGE("the device has no integer dot products: the int8 kernel is not built for it");
+        return;
+    }
+    using enum gguf::GgmlType;
+    for (gguf::GgmlType type : {Q4_0, Q8_0}) {
+        // A plain stack over token tiles; the up half of a fused stack; a 16 x 8 tile over experts holding
+        // more tokens than a tile; 776 blocks a row, summed in two dispatches.
+        check_experts(test::device(), test::transfer(), int8_case(type, {4, 36, 0, 36}, 64, 70, 2));
+        check_experts(test::device(), test::transfer(), int8_case(type, {7, 34, 17, 17}, 32, 45, 3));
+        check_experts(test::device(), test::transfer(),
+                      int8_case(type, {3, 80, 0, 80}, 256, 100, 2,
+                                ops::MatmulConfig{.tile_rows = 16, .tile_tokens = 8, .int8_activations = true}));
+        check_experts(test::device(), test::transfer(), int8_case(type, {3, 6, 3, 3}, 24832, 9, 2));
+    }
+    // Experts straddling weight segments (Q8_0 rows of 32 columns: 117 a segment, experts of 50).
+    setenv("VKLLM_MAX_BUFFER_RANGE", "4000", 1);
+    gpu::Device device(test::instance());
+    unsetenv("VKLLM_MAX_BUFFER_RANGE");
+    gpu::Transfer transfer(device);
+    const ops::ExpertRows select{8, 50, 25, 25};
+    check_experts(device, transfer,
+                  {Q8_0, select, 32, 10, 2, std::nullopt, ops::matmul_id_config(device.caps(), Q8_0, select, 10, 2, true)});
+}
+
 TEST_CASE("MoE ops refuse shapes they cannot take") {
     gpu::Device& device = test::device();
     gpu::Buffer buffer = device.allocator().create(4096, gpu::MemoryDomain::Device);
@@ -363,4 +413,7 @@ TEST_CASE("MoE ops refuse shapes they cannot take") {
     CHECK_THROWS_WITH_AS(ops::matvec_id(device, experts, {4, 8, 0, 8}, {range, false, ops::Glu::SwiGlu}, range,
                                         {range}, 2),
                          doctest::Contains("a GLU input needs one [gate | up] per slot"), Error);
+    CHECK_THROWS_WITH_AS(ops::matmul_id(device, experts, {4, 8, 0, 8}, range, false, range, range, range, 2, 2,
+                                        ops::MatmulConfig{.tile_rows = 16, .tile_tokens = 8, .int8_activations = true}),
+                         doctest::Contains("matmul_id: int8 activations need Q4_0 or Q8_0 weights (got f32)"), Error);
 }
