@@ -12,8 +12,8 @@
 //
 // With EXPERT_IDS W is a stack of expert matrices and each workgroup an expert's tile of tokens
 // (matmul_tile.glsl). Bindings: 0 weights, 1 x, then matmul_tile.glsl's.
-// The TEXEL_READS variant of the plain product is the CPU kernel of matmul_lanes.glsl instead.
-#if defined(TEXEL_READS) && !defined(EXPERT_IDS)
+// The TEXEL_READS variants are the CPU kernel of matmul_lanes.glsl instead.
+#ifdef TEXEL_READS
 #include "matmul_lanes.glsl"
 #else
 const uint TM = 4;  // rows per invocation

@@ -1,11 +1,11 @@
 // Matrix-matrix product Y = W X (or Y += W X) for CPU devices: the TEXEL_READS variant of
-// matmul_<type> (see matmul_body.glsl for the bindings and the unit ranges). lavapipe runs shared
+// matmul_<type> and matmul_id_<type> (see matmul_body.glsl for the unit ranges, matmul_tile.glsl for
+// the experts' tiles and the bindings after x). lavapipe runs shared
 // memory at the cost of storage buffers (a scalar load per lane and word) and a barrier as a switch
 // between coroutines, so this kernel has neither: each invocation keeps TM rows x TILE_TOKENS
 // tokens of Y in registers, decodes each unit of its rows once for all its tokens, and fetches x
 // through a texel buffer (the same texel in every lane of a workgroup: one vector gather for the TM
 // rows; a subgroup broadcast of one lane's fetch instead ran twice as slow on lavapipe).
-#include "params.h"
 #define UNIT_DOT_ROWS 8  // TM
 #include "unit_dot.glsl"
 
@@ -18,24 +18,27 @@ layout(constant_id = 3) const uint TILE_ROWS = 64;   // a multiple of TM
 layout(constant_id = 4) const uint TILE_TOKENS = 16; // 1..MAX_TOKENS
 
 layout(set = 0, binding = 1) uniform utextureBuffer x_texels;
-layout(set = 0, binding = 2, std430) buffer Output { float y[]; };
-layout(push_constant) uniform Push { MatmulParams p; };
+#include "matmul_tile.glsl"
 
 vec4 x_at(uint i4) { return texel_vec4(x_texels, i4); }
 
 void main() {
-    const uint first_row = gl_WorkGroupID.x * TILE_ROWS + gl_LocalInvocationID.x * TM;
+    const uint tile_first_row = gl_WorkGroupID.x * TILE_ROWS, first_row = tile_first_row + gl_LocalInvocationID.x * TM;
     const uint first_token = gl_WorkGroupID.y * TILE_TOKENS;
     const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
     const uint row_bytes = weight_row_bytes(p.cols);
+    if (!tile_begin(tile_first_row, first_token)) return;
 
-    // Rows and tokens past the end repeat the last one (never stored), so every lane runs the same loop.
+    // Rows past the end repeat the last one and tokens past it the tile's first (never stored), so
+    // every lane runs the same loop.
     uint row_byte[TM];
-    [[unroll]] for (uint i = 0; i < TM; ++i) row_byte[i] = min(first_row + i, p.row_count - 1) * row_bytes;
+    [[unroll]] for (uint i = 0; i < TM; ++i) row_byte[i] = segment_row(first_row + i) * row_bytes;
     uint x_base[MAX_TOKENS];
     float acc[MAX_TOKENS][TM];
     [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
-        x_base[t] = min(first_token + t, p.n_tokens - 1) * p.cols;
+        uint x_row;
+        if (t >= TILE_TOKENS || !tile_input_row(first_token, t, x_row)) tile_input_row(first_token, 0, x_row);
+        x_base[t] = x_row * p.cols;
         [[unroll]] for (uint i = 0; i < TM; ++i) acc[t][i] = 0.0;
     }
 
@@ -64,15 +67,9 @@ void main() {
     }
 
     [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
-        const uint token = first_token + t;
-        [[unroll]] for (uint i = 0; i < TM; ++i) {
-            const uint row = first_row + i;
-            if (t < TILE_TOKENS && token < p.n_tokens && row < p.row_count) {
-                const uint index = token * p.rows + p.row_offset + row;
-                float value = acc[t][i];
-                if (p.accumulate != 0u) value += y[index];
-                y[index] = value;
-            }
-        }
+        uint out_base;
+        const bool present = t < TILE_TOKENS && tile_output_row(first_token, t, out_base);
+        [[unroll]] for (uint i = 0; i < TM; ++i)
+            if (present && segment_holds(first_row + i)) store_output(out_base + first_row + i, acc[t][i]);
     }
 }

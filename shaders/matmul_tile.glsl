@@ -1,6 +1,7 @@
-// The output tile of a shared-memory matmul workgroup (matmul_body.glsl, matmul_q8.comp): which rows
-// of the bound weight segment and which tokens it covers, and how its outputs are stored. Included
-// after TM, TN (outputs per invocation), TILE_ROWS and TILE_TOKENS. Bindings: 2 y [n_tokens][rows].
+// The output tile of a matmul workgroup (matmul_body.glsl, matmul_q8.comp, matmul_lanes.glsl): which
+// rows of the bound weight segment and which tokens it covers, and how its outputs are stored.
+// Included after TILE_ROWS and TILE_TOKENS (and, for the shared-memory kernels' store_tile, TM and TN,
+// the outputs per invocation). Bindings: 2 y [n_tokens][rows].
 //
 // With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is an expert
 // e (from expert_begin, the first the bound segment holds): its tile of tokens is entries
@@ -70,28 +71,37 @@ bool tile_input_row(uint first_token, uint n, out uint x_row) {
 #endif
 }
 
-// Stores an invocation's outputs, acc[i][j] for tile row lane_row + i * TILE_ROWS / TM and tile token
-// lane_token + j * TILE_TOKENS / TN (added to y with p.accumulate).
+// Where token n of the tile writes in y: out_base + its row of the tile's rows; false past the last token.
+bool tile_output_row(uint first_token, uint n, out uint out_base) {
+#ifdef EXPERT_IDS
+    const uint entry = tile_entries[n];
+    out_base = entry * p.rows;
+    return entry != 0xFFFFFFFFu;
+#else
+    const uint token = first_token + n;
+    out_base = token * p.rows + p.row_offset;
+    return token < p.n_tokens;
+#endif
+}
+
+// y[index] = value, or y[index] += value with p.accumulate.
+void store_output(uint index, float value) {
+    if (p.accumulate != 0u) value += y[index];
+    y[index] = value;
+}
+
+#ifndef TEXEL_READS
+// The shared-memory kernels' store: an invocation's acc[i][j] is tile row lane_row + i * TILE_ROWS / TM
+// and tile token lane_token + j * TILE_TOKENS / TN.
 void store_tile(float acc[TM][TN], uint first_row, uint first_token, uint lane_row, uint lane_token) {
     const uint row_lanes = TILE_ROWS / TM, token_lanes = TILE_TOKENS / TN;
     [[unroll]] for (uint j = 0; j < TN; ++j) {
-#ifdef EXPERT_IDS
-        const uint entry = tile_entries[lane_token + j * token_lanes];
-        const bool present = entry != 0xFFFFFFFFu;
-        const uint out_base = entry * p.rows;
-#else
-        const uint token = first_token + lane_token + j * token_lanes;
-        const bool present = token < p.n_tokens;
-        const uint out_base = token * p.rows + p.row_offset;
-#endif
+        uint out_base;
+        const bool present = tile_output_row(first_token, lane_token + j * token_lanes, out_base);
         [[unroll]] for (uint i = 0; i < TM; ++i) {
             const uint row = first_row + lane_row + i * row_lanes;
-            if (present && segment_holds(row)) {
-                const uint index = out_base + row;
-                float value = acc[i][j];
-                if (p.accumulate != 0u) value += y[index];
-                y[index] = value;
-            }
+            if (present && segment_holds(row)) store_output(out_base + row, acc[i][j]);
         }
     }
 }
+#endif

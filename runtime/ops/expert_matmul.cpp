@@ -106,7 +106,7 @@ std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& 
     check_select(experts, select, "matmul_id");
     const std::vector<WeightSegment> segments = weight_segments(experts, "matmul_id");
     const MatmulConfig launch = config.value_or(matmul_id_config(caps, experts.type, select, n_tokens, n_slots));
-    check_int8_activations(launch, caps, experts.type, "matmul_id");
+    check_matmul_config(launch, caps, experts.type, "matmul_id");
     const uint64_t entries_total = uint64_t(n_tokens) * n_slots;
     const uint64_t x_rows = x_per_slot ? entries_total : n_tokens;
     const uint64_t x_bytes =
@@ -119,17 +119,11 @@ std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& 
             n_tokens, n_slots, select.n_expert, select.rows, experts.cols, x_bytes, y_bytes, x.size, y.size);
     if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
         fail("matmul_id: {} tokens of {} slots exceed 2^32 elements", n_tokens, n_slots);
-    const uint32_t invocations = launch.tile_rows / 4 * (launch.tile_tokens / 4);
-    if (launch.tile_rows % 4 != 0 || launch.tile_tokens % 4 != 0 || invocations == 0 ||
-        invocations > caps.max_workgroup_invocations ||
-        (launch.float16 && !(caps.use_float16() && has_f16_variant(experts.type))))
-        fail("matmul_id: a {} x {} tile{} does not run on this device", launch.tile_rows, launch.tile_tokens,
-             launch.float16 ? " in fp16" : "");
 
     const std::string_view op = launch.int8_activations ? "matmul_q8_id" : "matmul_id";
     const gpu::Pipeline& pipeline =
         device.pipelines().get(weight_pipeline_name(op, experts.type, launch.float16, launch.texel_reads),
-                               {{0, invocations}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
+                               {{0, matmul_workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t row_groups = (select.rows + launch.tile_rows - 1) / launch.tile_rows;
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
     if (row_groups > caps.max_workgroup_count[0] || token_groups > caps.max_workgroup_count[1] ||

@@ -24,40 +24,20 @@ constexpr uint32_t quantize_workgroup_size = 64;
 // ../shared/docs/lavapipe.md), so longer rows take several dispatches.
 constexpr uint32_t max_units_per_dispatch = 768;
 
-// The texel-read variant (shaders/matmul_lanes.glsl) gives each invocation 8 rows and all the tile's
-// tokens; the storage one (matmul_body.glsl) 4 x 4 of the tile, staged in shared memory.
-uint32_t workgroup_size(const MatmulConfig& config) {
-    if (config.texel_reads) return config.tile_rows / lane_rows;
-    return config.tile_rows / outputs_per_lane * (config.tile_tokens / outputs_per_lane);
-}
-
+// The shared-memory kernels' tiles, and the expert variants' list of the tile's entries.
 uint64_t shared_bytes(const MatmulConfig& config) {
     if (config.texel_reads) return 0;
     return uint64_t(config.tile_rows + config.tile_tokens) *
-           (config.int8_activations ? int8_tile_line_bytes : tile_line_bytes);
+               (config.int8_activations ? int8_tile_line_bytes : tile_line_bytes) +
+           config.tile_tokens * 4;
 }
 
 bool has_int8_kernel(gguf::GgmlType type) { return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q8_0; }
 
 bool fits_device(const MatmulConfig& config, const gpu::Capabilities& caps) {
-    const uint32_t invocations = workgroup_size(config);
+    const uint32_t invocations = matmul_workgroup_size(config);
     return invocations <= caps.max_workgroup_invocations && invocations <= caps.max_workgroup_size[0] &&
            shared_bytes(config) <= caps.max_shared_memory;
-}
-
-void check_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
-    check_int8_activations(config, caps, type, "matmul");
-    const bool tokens_fit = config.texel_reads ? config.tile_tokens <= max_lane_tokens
-                                               : config.tile_tokens % outputs_per_lane == 0;
-    const uint32_t rows_per_lane = config.texel_reads ? lane_rows : outputs_per_lane;
-    if (config.tile_rows == 0 || config.tile_tokens == 0 || config.tile_rows % rows_per_lane != 0 || !tokens_fit)
-        fail("matmul: a {} x {} tile does not fit the {} kernel", config.tile_rows, config.tile_tokens,
-             config.texel_reads ? "texel-read" : "shared-memory");
-    if (!fits_device(config, caps))
-        fail("matmul: a {} x {} tile needs {} invocations and {} bytes of shared memory, more than the device has",
-             config.tile_rows, config.tile_tokens, workgroup_size(config), shared_bytes(config));
-    if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
-        fail("matmul: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
 }
 
 // The shared-memory kernels' tile: 64 x 64, halved (tokens first) on devices with smaller workgroups or
@@ -75,13 +55,29 @@ bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type) {
     return has_int8_kernel(type) && caps.int8_matmul() && !caps.texel_reads();
 }
 
-void check_int8_activations(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type,
-                            std::string_view op) {
+uint32_t matmul_workgroup_size(const MatmulConfig& config) {
+    if (config.texel_reads) return config.tile_rows / lane_rows;
+    return config.tile_rows / outputs_per_lane * (config.tile_tokens / outputs_per_lane);
+}
+
+void check_matmul_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type,
+                         std::string_view op) {
     if (config.int8_activations && !(has_int8_kernel(type) && caps.integer_dot_product && !config.texel_reads &&
                                      !config.float16))
         fail("{}: int8 activations need Q4_0 or Q8_0 weights (got {}), the storage-read fp32 kernel and a device "
              "with integer dot products",
              op, gguf::type_name(type));
+    const bool tokens_fit = config.texel_reads ? config.tile_tokens <= max_lane_tokens
+                                               : config.tile_tokens % outputs_per_lane == 0;
+    const uint32_t rows_per_lane = config.texel_reads ? lane_rows : outputs_per_lane;
+    if (config.tile_rows == 0 || config.tile_tokens == 0 || config.tile_rows % rows_per_lane != 0 || !tokens_fit)
+        fail("{}: a {} x {} tile does not fit the {} kernel", op, config.tile_rows, config.tile_tokens,
+             config.texel_reads ? "texel-read" : "shared-memory");
+    if (!fits_device(config, caps))
+        fail("{}: a {} x {} tile needs {} invocations and {} bytes of shared memory, more than the device has", op,
+             config.tile_rows, config.tile_tokens, matmul_workgroup_size(config), shared_bytes(config));
+    if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
+        fail("{}: the fp16 variant for {} weights is not available on this device", op, gguf::type_name(type));
 }
 
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations) {
@@ -142,11 +138,11 @@ std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& wei
     // Element indices are 32-bit in the kernel.
     if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
         fail("matmul: {} tokens of {} x {} weights exceed 2^32 elements", n_tokens, weights.rows, weights.cols);
-    check_config(launch, caps, weights.type);
+    check_matmul_config(launch, caps, weights.type, "matmul");
 
     const gpu::Pipeline& pipeline = device.pipelines().get(
         matmul_pipeline_name(weights.type, launch),
-        {{0, workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
+        {{0, matmul_workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
     const uint32_t units = (weights.cols + weight_unit_elems - 1) / weight_unit_elems;
     std::vector<graph::Dispatch> dispatches;

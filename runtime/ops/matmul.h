@@ -34,10 +34,12 @@ struct MatmulConfig {
 // are accelerated (lavapipe's are not: 44% of its f32 FMA rate) and it reads storage buffers
 // (gpu::Capabilities::int8_matmul).
 bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type);
-// Refuses, naming `op`, a config with int8_activations that the int8 kernel cannot run: other weight
-// types, texel reads, fp16, or a device without integer dot products.
-void check_int8_activations(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type,
-                            std::string_view op);
+// Invocations of a config's workgroup: tile_rows / 8 for the texel-read kernel (8 rows a lane, all
+// the tile's tokens), (tile_rows / 4) * (tile_tokens / 4) for the shared-memory ones.
+uint32_t matmul_workgroup_size(const MatmulConfig& config);
+// Refuses, naming `op` (matmul, matmul_id), a config its kernel or the device cannot run.
+void check_matmul_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type,
+                         std::string_view op);
 // The device's launch shape; with int8_activations that of the int8 kernel (Q4_0 and Q8_0 only).
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations = false);
 std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config);
