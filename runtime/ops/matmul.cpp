@@ -24,12 +24,13 @@ constexpr uint32_t quantize_workgroup_size = 64;
 // ../shared/docs/lavapipe.md), so longer rows take several dispatches.
 constexpr uint32_t max_units_per_dispatch = 768;
 
-// The shared-memory kernels' tiles, and the expert variants' list of the tile's entries.
+// The expert variants' list of the tile's entries (every kernel has one; counted for the plain
+// products too, which lack it), and the shared-memory kernels' staged tiles.
 uint64_t shared_bytes(const MatmulConfig& config) {
-    if (config.texel_reads) return 0;
-    return uint64_t(config.tile_rows + config.tile_tokens) *
-               (config.int8_activations ? int8_tile_line_bytes : tile_line_bytes) +
-           config.tile_tokens * 4;
+    const uint64_t entry_list = uint64_t(config.tile_tokens) * 4;
+    if (config.texel_reads) return entry_list;
+    return entry_list + uint64_t(config.tile_rows + config.tile_tokens) *
+                            (config.int8_activations ? int8_tile_line_bytes : tile_line_bytes);
 }
 
 bool has_int8_kernel(gguf::GgmlType type) { return type == gguf::GgmlType::Q4_0 || type == gguf::GgmlType::Q8_0; }
