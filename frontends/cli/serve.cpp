@@ -1,11 +1,12 @@
 // vkllm serve -m MODEL [--mmproj F] [--host 127.0.0.1] [--port 8080] [--parallel 4] [-c CTX] [--api-key KEY]:
 // OpenAI's API over HTTP with continuous batching of N sequences (frontends/server). SIGINT and
-// SIGTERM stop it cleanly: requests in flight end, then the process exits 0.
+// SIGTERM stop it cleanly: requests in flight end with their last chunk, then the process exits 0.
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <pthread.h>
-#include <thread>
+#include <sys/resource.h>
 
 #include "core/error.h"
 #include "engine/scheduler.h"
@@ -14,6 +15,21 @@
 #include "server.h"
 
 namespace vkllm::cli {
+namespace {
+
+// Every client connection is a file descriptor: take all the process may have. Returns the limit.
+size_t raise_open_file_limit() {
+    rlimit limit{};
+    if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 1024;
+    if (limit.rlim_cur < limit.rlim_max) {
+        limit.rlim_cur = limit.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &limit);
+        getrlimit(RLIMIT_NOFILE, &limit);
+    }
+    return size_t(std::max<rlim_t>(limit.rlim_cur, 128));
+}
+
+}  // namespace
 
 int serve(Args args) {
     ModelOptions options;
@@ -21,6 +37,7 @@ int serve(Args args) {
     engine::SchedulerOptions scheduler_options;
     std::string template_path, mmproj_path;
     uint32_t n_parallel = 4, port = uint32_t(server_options.port);
+    uint32_t timeout_seconds = uint32_t(server_options.limits.request_deadline.count() / 1000);
     Options parser("serve", "-m MODEL [--host ADDR] [--port N] [--parallel N] [options]",
                    "OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over HTTP, "
                    "decoding up to --parallel requests in one batch; -c is each request's context.");
@@ -32,7 +49,8 @@ int serve(Args args) {
         .add("--mmproj", mmproj_path, "FILE", "the model's image encoder: chat messages may then hold image_url data URIs")
         .add("--chat-template-file", template_path, "FILE", "a Jinja chat template replacing the model's")
         .add("--prefill-chunk", scheduler_options.prefill_chunk, "N",
-             "prompt tokens one step runs: a new prompt delays the others' next token by one such chunk");
+             "prompt tokens one step runs: a new prompt delays the others' next token by one such chunk")
+        .add("--timeout", timeout_seconds, "S", "seconds a request's header and body may take to arrive, from its first byte");
     options.declare(parser);
     if (!parser.parse(args)) return 0;
     options.check();
@@ -40,9 +58,12 @@ int serve(Args args) {
     server_options.port = int(port);
     if (n_parallel == 0 || n_parallel > 64) fail("--parallel must be between 1 and 64, not {}", n_parallel);
     if (scheduler_options.prefill_chunk == 0) fail("--prefill-chunk must be at least 1 token");
+    if (timeout_seconds == 0 || timeout_seconds > 3600) fail("--timeout must be between 1 and 3600 seconds, not {}", timeout_seconds);
+    server_options.limits.request_deadline = std::chrono::seconds(timeout_seconds);
+    server_options.limits.max_connections = std::min(server_options.limits.max_connections, raise_open_file_limit() - 64);
     if (server_options.model_id.empty()) server_options.model_id = std::filesystem::path(options.model_path).stem().string();
 
-    // Signals go to a watcher thread alone: every thread started from here on inherits the mask.
+    // Signals reach this thread alone, in sigwait: every thread started from here on inherits the mask.
     sigset_t stop_signals;
     sigemptyset(&stop_signals);
     sigaddset(&stop_signals, SIGINT);
@@ -52,20 +73,14 @@ int serve(Args args) {
     std::unique_ptr<engine::Engine> engine = open_engine(options, mmproj_path, template_path, n_parallel);
     engine::Scheduler scheduler(*engine, scheduler_options);
     server::Server server(*engine, scheduler, server_options);
-    const int bound_port = server.bind();
+    const int bound_port = server.start();
     std::fprintf(stderr, "vkllm serve: %s on http://%s:%d/v1 (%u sequences of %u tokens)\n",
                  server_options.model_id.c_str(), server_options.host.c_str(), bound_port, n_parallel,
                  engine->session().n_ctx());
-    std::thread watcher([&] {
-        int signal = 0;
-        sigwait(&stop_signals, &signal);
-        if (signal != 0) server.stop();
-    });
-    server.listen();
-    // listen() also returns when the listener fails: wake the watcher so it can be joined.
-    pthread_kill(watcher.native_handle(), SIGTERM);
-    watcher.join();
-    scheduler.stop();
+    int signal = 0;
+    sigwait(&stop_signals, &signal);
+    std::fprintf(stderr, "vkllm serve: stopping: ending the requests in flight\n");
+    server.shutdown();
     std::fprintf(stderr, "vkllm serve: stopped\n");
     return 0;
 }

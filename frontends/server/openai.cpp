@@ -95,8 +95,8 @@ vision::Image image_from_url(const json& part, const std::string& field) {
 }
 
 // A message's content as text: a string, or parts whose text is joined and whose images become
-// media markers (their pixels appended to `images`).
-std::string message_content(const json& content, const std::string& field, std::vector<vision::Image>& images) {
+// media markers (their pixels appended to `images`; refused unless the server has an image encoder).
+std::string message_content(const json& content, const std::string& field, bool images_allowed, std::vector<vision::Image>& images) {
     if (content.is_null()) return {};
     if (content.is_string()) return content.get<std::string>();
     if (!content.is_array()) throw bad_field(field, "must be a string or an array of content parts");
@@ -110,6 +110,9 @@ std::string message_content(const json& content, const std::string& field, std::
             if (!member(part, "text").is_string()) throw bad_field(part_field + ".text", "must be a string");
             text += member(part, "text").get<std::string>();
         } else if (type == "image_url") {
+            if (!images_allowed)
+                throw ApiError(400, "this server has no image encoder for image_url parts: start it with --mmproj",
+                               "invalid_request_error", "unsupported_content", part_field);
             images.push_back(image_from_url(part, part_field + ".image_url"));
             text += vision::media_marker;
         } else {
@@ -119,10 +122,16 @@ std::string message_content(const json& content, const std::string& field, std::
     return text;
 }
 
-json chat_messages(const json& body, std::vector<vision::Image>& images) {
+ApiError prompt_too_long(const char* field, std::string_view what, uint32_t n_ctx) {
+    return ApiError(400, fmt::format("the prompt's {} cannot fit the context of {} tokens", what, n_ctx),
+                    "invalid_request_error", "context_length_exceeded", field);
+}
+
+json chat_messages(const json& body, const ParseLimits& limits, std::vector<vision::Image>& images) {
     const json& messages = member(body, "messages");
     if (!messages.is_array() || messages.empty()) throw bad_field("messages", "must be a non-empty array");
     json plain = json::array();
+    size_t text_bytes = 0;
     for (size_t i = 0; i < messages.size(); ++i) {
         const json& message = messages[i];
         const std::string field = fmt::format("messages[{}]", i);
@@ -131,14 +140,16 @@ json chat_messages(const json& body, std::vector<vision::Image>& images) {
         const std::string role = member(message, "role").get<std::string>();
         if (role != "system" && role != "user" && role != "assistant" && role != "developer" && role != "tool")
             throw bad_field(field + ".role", fmt::format("'{}' is not a role (system, developer, user, assistant, tool)", role));
-        plain.push_back({{"role", role == "developer" ? "system" : role},
-                         {"content", message_content(member(message, "content"),
-                                                     field + ".content", images)}});
+        std::string content = message_content(member(message, "content"), field + ".content", limits.images, images);
+        text_bytes += content.size();
+        if (limits.max_prompt_bytes != 0 && text_bytes > limits.max_prompt_bytes)
+            throw prompt_too_long("messages", fmt::format("{} bytes of text", text_bytes), limits.n_ctx);
+        plain.push_back({{"role", role == "developer" ? "system" : role}, {"content", std::move(content)}});
     }
     return plain;
 }
 
-void parse_prompt(const json& body, CompletionRequest& request) {
+void parse_prompt(const json& body, const ParseLimits& limits, CompletionRequest& request) {
     const json& prompt = member(body, "prompt");
     auto all_ids = [](const json& list) {
         return std::ranges::all_of(list, [](const json& id) { return id.is_number_integer(); });
@@ -148,6 +159,7 @@ void parse_prompt(const json& body, CompletionRequest& request) {
     } else if (prompt.is_array() && prompt.size() == 1 && prompt[0].is_string()) {
         request.prompt = prompt[0].get<std::string>();
     } else if (prompt.is_array() && !prompt.empty() && all_ids(prompt)) {
+        if (prompt.size() >= limits.n_ctx) throw prompt_too_long("prompt", fmt::format("{} tokens", prompt.size()), limits.n_ctx);
         for (const json& id : prompt) {
             const int64_t value = id.get<int64_t>();
             if (value < 0 || value > std::numeric_limits<int32_t>::max()) throw bad_field("prompt", "holds a token id out of range");
@@ -157,27 +169,38 @@ void parse_prompt(const json& body, CompletionRequest& request) {
         throw bad_field("prompt", "must be a string, an array of one string, or an array of token ids");
     }
     if (request.prompt.empty() && request.prompt_tokens.empty()) throw bad_field("prompt", "is empty");
+    if (limits.max_prompt_bytes != 0 && request.prompt.size() > limits.max_prompt_bytes)
+        throw prompt_too_long("prompt", fmt::format("{} bytes", request.prompt.size()), limits.n_ctx);
+}
+
+// The body as JSON, refused past max_json_depth before the tree gets that deep.
+json parse_body(const std::string& text) {
+    const json::parser_callback_t bounded = [](int depth, json::parse_event_t, json&) {
+        if (depth > max_json_depth) throw ApiError(400, fmt::format("the request body nests JSON deeper than {} levels", max_json_depth),
+                                                   "invalid_request_error", "invalid_json");
+        return true;
+    };
+    try {
+        return json::parse(text, bounded);
+    } catch (const json::exception& error) {  // a syntax error, or a number past a double's range
+        throw ApiError(400, fmt::format("the request body is not valid JSON ({})", error.what()), "invalid_request_error",
+                       "invalid_json");
+    }
 }
 
 }  // namespace
 
 ApiError::ApiError(int status, std::string message, std::string type, std::string code, std::string param)
-    : std::runtime_error(std::move(message)), status(status), type(std::move(type)), code(std::move(code)),
+    : std::runtime_error(message), status(status), message(std::move(message)), type(std::move(type)), code(std::move(code)),
       param(std::move(param)) {}
 
 nlohmann::ordered_json ApiError::body() const {
-    return {{"error", {{"message", what()}, {"type", type}, {"code", code.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(code)},
+    return {{"error", {{"message", message}, {"type", type}, {"code", code.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(code)},
                        {"param", param.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(param)}}}};
 }
 
-CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
-    json body;
-    try {
-        body = json::parse(text);
-    } catch (const json::exception& error) {  // a syntax error, or a number past a double's range
-        throw ApiError(400, fmt::format("the request body is not valid JSON ({})", error.what()), "invalid_request_error",
-                       "invalid_json");
-    }
+CompletionRequest parse_request(Endpoint endpoint, const std::string& text, const ParseLimits& limits) {
+    const json body = parse_body(text);
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
     CompletionRequest request;
     request.endpoint = endpoint;
@@ -186,8 +209,8 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
         if (!member(body, "model").is_string()) throw bad_field("model", "must be a string");
         request.model = member(body, "model").get<std::string>();
     }
-    if (endpoint == Endpoint::ChatCompletions) request.messages = chat_messages(body, request.images);
-    else parse_prompt(body, request);
+    if (endpoint == Endpoint::ChatCompletions) request.messages = chat_messages(body, limits, request.images);
+    else parse_prompt(body, limits, request);
 
     sampling::SamplerParams& s = request.sampling;
     if (given("temperature")) s.temperature = float(number_field(body, "temperature", 0, 2));
@@ -210,6 +233,14 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
     const char* max_field = given("max_completion_tokens") ? "max_completion_tokens" : "max_tokens";
     if (given(max_field)) request.max_tokens = uint32_t(integer_field(body, max_field, 1, std::numeric_limits<uint32_t>::max()));
     if (given("n") && integer_field(body, "n", 1, 128) != 1) throw bad_field("n", "must be 1: this server returns one choice");
+    if (given("best_of") && integer_field(body, "best_of", 1, 128) != 1)
+        throw bad_field("best_of", "must be 1: this server returns the one choice it samples");
+    if (given("suffix")) throw bad_field("suffix", "is not supported: this server does no fill-in-the-middle completion");
+    if (given("echo")) {
+        if (endpoint != Endpoint::Completions) throw bad_field("echo", "applies to /v1/completions only");
+        request.echo = bool_field(body, "echo");
+    }
+    if (given("ignore_eos")) request.ignore_eos = bool_field(body, "ignore_eos");
     if (given("stream")) request.stream = bool_field(body, "stream");
     if (given("stream_options")) {
         const json& options = member(body, "stream_options");
@@ -231,7 +262,11 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text) {
 }
 
 std::string finish_reason(engine::FinishReason reason) {
-    return reason == engine::FinishReason::Length || reason == engine::FinishReason::Context ? "length" : "stop";
+    // A reply the server cut short (its context full, or the server stopping) reads as one cut by max_tokens.
+    return reason == engine::FinishReason::Length || reason == engine::FinishReason::Context ||
+                   reason == engine::FinishReason::Interrupted
+               ? "length"
+               : "stop";
 }
 
 nlohmann::ordered_json usage(const engine::Completion& completion) {

@@ -17,6 +17,7 @@ namespace vkllm::server {
 
 struct ApiError : std::runtime_error {
     int status;
+    std::string message;  // whole: what() would end at an embedded NUL
     std::string type, code, param;
     ApiError(int status, std::string message, std::string type = "invalid_request_error", std::string code = {},
              std::string param = {});
@@ -38,10 +39,23 @@ struct CompletionRequest {
     std::vector<std::string> stop;
     bool stream = false;
     bool include_usage = false;                 // stream_options.include_usage
+    bool echo = false;                          // completions: the prompt's text before the reply's
+    bool ignore_eos = false;                    // llama-server's: end-of-generation tokens are text
 };
 
+// What the server can take, checked while parsing so that nothing is built only to be refused.
+struct ParseLimits {
+    bool images = false;          // an image encoder is loaded: image_url parts are decoded
+    size_t max_prompt_bytes = 0;  // longer prompt text cannot fit the context (0: no bound)
+    uint32_t n_ctx = UINT32_MAX;  // token-id prompts of this length or more are refused
+};
+
+// JSON nested deeper than this is refused before any tree of it is built (a deep tree's copy and
+// comparison recurse once per level).
+constexpr int max_json_depth = 64;
+
 // Throws ApiError (400) naming the field that is missing, of the wrong type or out of range.
-CompletionRequest parse_request(Endpoint endpoint, const std::string& body);
+CompletionRequest parse_request(Endpoint endpoint, const std::string& body, const ParseLimits& limits = {});
 
 // The response objects. `id` is the completion's ("chatcmpl-..." / "cmpl-..."), `created` Unix seconds.
 struct ResponseContext {

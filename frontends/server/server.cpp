@@ -1,13 +1,12 @@
 #include "server.h"
 
-#include <chrono>
-#include <condition_variable>
+#include <cstdio>
 #include <ctime>
 #include <mutex>
-#include <optional>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
-#include <httplib.h>
 
 #include "chat/prompt.h"
 #include "core/error.h"
@@ -19,138 +18,243 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-void send_json(httplib::Response& res, int status, const json& body) {
-    res.status = status;
-    res.set_content(body.dump(), "application/json");
+// Bytes that can never be valid UTF-8 in a message (a request's own text quoted back) become U+FFFD.
+std::string to_text(const json& body) { return body.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+void send_json(http::Reply& reply, int status, const json& body) { reply.send(status, "application/json", to_text(body)); }
+
+std::string sse_event(const json& body) { return "data: " + to_text(body) + "\n\n"; }
+
+// Compares without leaking, through its timing, how much of a guess was right.
+bool same_secret(std::string_view given, std::string_view secret) {
+    uint8_t difference = given.size() == secret.size() ? 0 : 1;
+    for (size_t i = 0; i < given.size(); ++i) difference |= uint8_t(given[i] ^ secret[i % std::max<size_t>(secret.size(), 1)]);
+    return difference == 0;
 }
 
-void send_error(httplib::Response& res, const ApiError& error) { send_json(res, error.status, error.body()); }
-
-// One request between the scheduler's thread, which produces its text, and the HTTP thread that
-// sends it. Shared by both, so either may finish first.
-struct Exchange {
-    std::mutex mutex;
-    std::condition_variable changed;
-    std::string text;                         // produced, not yet sent
-    std::optional<engine::Completion> done;
-    std::atomic<bool> gone{false};            // the client left: the scheduler drops the request
-
-    static engine::RequestListener listener(const std::shared_ptr<Exchange>& exchange) {
-        return {.on_text = [exchange](std::string_view piece) {
-                    {
-                        std::lock_guard lock(exchange->mutex);
-                        exchange->text += piece;
-                    }
-                    exchange->changed.notify_all();
-                    return !exchange->gone.load();
-                },
-                .on_done = [exchange](const engine::Completion& completion) {
-                    {
-                        std::lock_guard lock(exchange->mutex);
-                        exchange->done = completion;
-                    }
-                    exchange->changed.notify_all();
-                },
-                .cancelled = [exchange] { return exchange->gone.load(); }};
+// %XX escapes of a path segment (a model id may hold any character).
+std::string percent_decoded(std::string_view text) {
+    std::string decoded;
+    for (size_t i = 0; i < text.size(); ++i) {
+        auto hex = [](char c) { return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1; };
+        if (text[i] == '%' && i + 2 < text.size() && hex(text[i + 1]) >= 0 && hex(text[i + 2]) >= 0) {
+            decoded += char(hex(text[i + 1]) * 16 + hex(text[i + 2]));
+            i += 2;
+        } else {
+            decoded += text[i];
+        }
     }
-};
+    return decoded;
+}
 
-// How long a stream waits for text before it sends an SSE comment: a write to a client that left
-// fails, which frees its sequence even while it waits in the queue or its prompt runs.
-constexpr auto keep_alive_interval = std::chrono::seconds(2);
-
-std::string sse_event(const json& body) { return "data: " + body.dump() + "\n\n"; }
-
-std::string error_message_for(int status, const httplib::Request& req) {
-    switch (status) {
-        case 404: return "no such route: see GET /v1/models, POST /v1/chat/completions and POST /v1/completions";
-        case 405: return "this route does not take that method";
-        case 413:
-            // cpp-httplib caps form-encoded bodies (what `curl -d` sends unless told otherwise) at 8 KiB.
-            if (req.get_header_value("Content-Type").starts_with("application/x-www-form-urlencoded"))
-                return "a body sent as application/x-www-form-urlencoded is limited to 8 KiB: send JSON with "
-                       "'Content-Type: application/json'";
-            return "the request body is larger than the server accepts";
-        default: return fmt::format("the request failed with HTTP status {}", status);
-    }
+// The longest text one token stands for: a prompt longer than (n_ctx + 1) such pieces cannot fit in
+// the context, whatever it says, so it is refused before it is tokenized. Zero (no bound) for
+// WordPiece, whose unknown-word token stands for a whole word of any length.
+size_t longest_piece(const tokenizer::Tokenizer& tokenizer) {
+    const tokenizer::Vocab& vocab = tokenizer.vocab();
+    if (vocab.model == tokenizer::Model::Wpm) return 0;
+    size_t longest = 1;
+    for (size_t id = 0; id < vocab.size(); ++id)
+        longest = std::max(longest, tokenizer.token_to_piece(tokenizer::TokenId(id), true).size());
+    return longest + 1;  // SPM's space prefix stands for no byte of the text
 }
 
 }  // namespace
 
-Server::Server(engine::Engine& engine, engine::Scheduler& scheduler, ServerOptions options)
-    : engine_(engine), scheduler_(scheduler), options_(std::move(options)), http_(std::make_unique<httplib::Server>()) {
-    routes();
-}
+// One request between the scheduler's thread, which produces its text, and the client's connection.
+// Everything here runs on the scheduler's thread, after the request thread submitted it.
+struct Exchange {
+    std::shared_ptr<http::Reply> reply;
+    std::atomic<uint64_t>& failed;  // the server's count of requests answered with an error
+    ResponseContext context;
+    bool stream = false, include_usage = false;
+    std::string echo;  // completions with echo: the prompt's text, before the reply's
+    std::string text;  // not streaming: the whole reply
+    bool first = true;
 
-Server::~Server() = default;
+    void begin_stream() { reply->begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}}); }
 
-int Server::bind() {
-    if (options_.port == 0) {
-        const int port = http_->bind_to_any_port(options_.host);
-        if (port < 0) fail("cannot listen on {}: the address is not this machine's", options_.host);
-        return port;
+    bool on_text(std::string_view piece) {
+        if (!stream) {
+            text += piece;
+            return !reply->gone();
+        }
+        begin_stream();
+        reply->write(sse_event(text_chunk(context, std::exchange(echo, {}) + std::string(piece), std::exchange(first, false))));
+        return !reply->gone();
     }
-    if (!http_->bind_to_port(options_.host, options_.port))
-        fail("cannot listen on {}:{}: the port is in use or the address is not this machine's", options_.host, options_.port);
-    return options_.port;
-}
 
-void Server::listen() { http_->listen_after_bind(); }
+    void on_done(const engine::Completion& done) {
+        if (!stream) return send_whole(done);
+        begin_stream();
+        if (!done.error.empty()) {
+            failed += 1;
+            reply->write(sse_event(ApiError(500, done.error, "server_error").body()));
+        } else if (done.finish == engine::FinishReason::Cancelled) {
+            failed += 1;
+            reply->write(sse_event(ApiError(503, "the server stopped before the request started", "server_error").body()));
+        } else {
+            if (!echo.empty()) reply->write(sse_event(text_chunk(context, std::exchange(echo, {}), std::exchange(first, false))));
+            reply->write(sse_event(final_chunk(context, done)));
+            if (include_usage) reply->write(sse_event(usage_chunk(context, done)));
+        }
+        reply->write("data: [DONE]\n\n");
+        reply->end();
+    }
 
-void Server::stop() { http_->stop(); }
+    void send_whole(const engine::Completion& done) {
+        if (!done.error.empty() || done.finish == engine::FinishReason::Cancelled) failed += 1;
+        if (!done.error.empty()) return send_json(*reply, 500, ApiError(500, done.error, "server_error").body());
+        if (done.finish == engine::FinishReason::Cancelled)
+            return send_json(*reply, 503, ApiError(503, "the server stopped before the request started", "server_error").body());
+        send_json(*reply, 200, response_body(context, echo + text, done));
+    }
 
-void Server::routes() {
-    httplib::Server& http = *http_;
-    const uint32_t threads = options_.http_threads;
-    http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    http.set_payload_max_length(options_.max_body_bytes);
+    // An exception here (memory, a bug) must not reach the scheduler's thread, which serves every
+    // request: it ends this request alone, with a 500 or an error event, counted as failed.
+    static engine::RequestListener listener(const std::shared_ptr<Exchange>& exchange) {
+        return {.on_text = [exchange](std::string_view piece) {
+                    try {
+                        return exchange->on_text(piece);
+                    } catch (const std::exception& error) {
+                        exchange->fail(error);
+                        return false;
+                    }
+                },
+                .on_done = [exchange](const engine::Completion& done) {
+                    try {
+                        exchange->on_done(done);
+                    } catch (const std::exception& error) {
+                        exchange->fail(error);
+                    }
+                },
+                .cancelled = [exchange] { return exchange->reply->gone(); }};
+    }
 
-    http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (options_.api_key.empty() || req.path == "/health") return httplib::Server::HandlerResponse::Unhandled;
-        if (req.get_header_value("Authorization") == "Bearer " + options_.api_key)
-            return httplib::Server::HandlerResponse::Unhandled;
-        rejected_ += 1;
-        send_error(res, ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
-                                 "invalid_request_error", "invalid_api_key"));
-        return httplib::Server::HandlerResponse::Handled;
-    });
-    http.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-        if (!res.body.empty()) return;
-        rejected_ += 1;
-        send_error(res, ApiError(res.status, error_message_for(res.status, req)));
-    });
-    http.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr thrown) {
-        std::string message = "internal error";
+    void fail(const std::exception& error) noexcept {
+        failed += 1;
+        std::fprintf(stderr, "vkllm serve: %s failed: %s\n", context.id.c_str(), error.what());
         try {
-            std::rethrow_exception(thrown);
-        } catch (const std::exception& error) {
-            message = error.what();
+            const std::string body = to_text(ApiError(500, fmt::format("the request failed: {}", error.what()), "server_error").body());
+            reply->send(500, "application/json", body);  // nothing sent yet
+            reply->write("data: " + body + "\n\ndata: [DONE]\n\n");  // a stream
+            reply->end();
         } catch (...) {
         }
-        send_error(res, ApiError(500, message, "server_error"));
-    });
+    }
+};
 
-    http.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-        const model::ModelInfo& info = engine_.info();
-        send_json(res, 200, {{"object", "list"},
-                             {"data", json::array({{{"id", options_.model_id},
-                                                    {"object", "model"},
-                                                    {"created", 0},
-                                                    {"owned_by", "vkllm"},
-                                                    {"meta", {{"arch", info.arch},
-                                                              {"n_ctx", engine_.session().n_ctx()},
-                                                              {"n_vocab", info.n_vocab},
-                                                              {"n_parallel", engine_.session().n_seq()}}}}})}});
-    });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-        const engine::SchedulerMetrics m = scheduler_.metrics();
+struct Server::Impl {
+    engine::Engine& engine;
+    engine::Scheduler& scheduler;
+    ServerOptions options;
+    http::Server http;
+    boost::asio::thread_pool request_threads;
+    const size_t longest_piece;
+    std::atomic<uint64_t> next_id{1}, rejected{0}, failed{0};
+    std::atomic<bool> shutting_down{false};
+
+    Impl(engine::Engine& engine, engine::Scheduler& scheduler, ServerOptions server_options)
+        : engine(engine), scheduler(scheduler), options(std::move(server_options)),
+          http(http_options(options), [this](http::Request&& request, std::shared_ptr<http::Reply> reply) {
+              route(std::move(request), std::move(reply));
+          }),
+          request_threads(std::max(1u, options.request_threads)), longest_piece(server::longest_piece(engine.tokenizer())) {}
+
+    static http::ServerOptions http_options(const ServerOptions& options) {
+        return {.limits = options.limits,
+                .response_headers = {{"Access-Control-Allow-Origin", "*"}},
+                .error_body = [](int status, std::string_view message) {
+                    return to_text(ApiError(status, std::string(message), status >= 500 ? "server_error" : "invalid_request_error").body());
+                }};
+    }
+
+    void refuse(http::Reply& reply, const ApiError& error) {
+        (error.status >= 500 ? failed : rejected) += 1;
+        send_json(reply, error.status, error.body());
+    }
+
+    // On an HTTP thread: cheap routes answer here, completions go to the request threads.
+    void route(http::Request&& request, std::shared_ptr<http::Reply> reply) {
+        const std::string& path = request.path;
+        if (request.method == "OPTIONS") return preflight(request, *reply);
+        if (!options.api_key.empty() && path != "/health") {
+            constexpr std::string_view bearer = "Bearer ";
+            const std::string_view authorization = request.header("Authorization");
+            if (!authorization.starts_with(bearer) || !same_secret(authorization.substr(bearer.size()), options.api_key))
+                return refuse(*reply, ApiError(401, "a valid API key is needed: send 'Authorization: Bearer KEY'",
+                                               "invalid_request_error", "invalid_api_key"));
+        }
+        const bool get = request.method == "GET", post = request.method == "POST";
+        if (path == "/health" || path == "/v1/models" || path == "/metrics" || path.starts_with("/v1/models/")) {
+            if (!get) return wrong_method(*reply, "GET");
+            if (path == "/health") return send_json(*reply, 200, {{"status", "ok"}});
+            if (path == "/metrics") return reply->send(200, "text/plain; version=0.0.4", metrics());
+            if (path == "/v1/models") return send_json(*reply, 200, {{"object", "list"}, {"data", json::array({model_object()})}});
+            const std::string id = percent_decoded(std::string_view(path).substr(std::string_view("/v1/models/").size()));
+            if (id != options.model_id) return refuse(*reply, model_not_found(id));
+            return send_json(*reply, 200, model_object());
+        }
+        std::optional<Endpoint> endpoint;
+        if (path == "/v1/chat/completions" || path == "/chat/completions") endpoint = Endpoint::ChatCompletions;
+        if (path == "/v1/completions" || path == "/completions") endpoint = Endpoint::Completions;
+        if (!endpoint)
+            return refuse(*reply, ApiError(404, fmt::format("no such route '{}': see GET /v1/models, POST /v1/chat/completions and "
+                                                            "POST /v1/completions", path),
+                                           "invalid_request_error", "not_found"));
+        if (!post) return wrong_method(*reply, "POST");
+        boost::asio::post(request_threads, [this, endpoint = *endpoint, body = std::move(request.body), reply]() mutable {
+            try {
+                complete(endpoint, body, reply);
+            } catch (const ApiError& error) {
+                refuse(*reply, error);
+            } catch (const std::exception& error) {
+                refuse(*reply, ApiError(500, fmt::format("the request failed: {}", error.what()), "server_error"));
+            }
+        });
+    }
+
+    void preflight(const http::Request& request, http::Reply& reply) {
+        const std::string_view asked = request.header("Access-Control-Request-Headers");
+        reply.send(204, {}, {},
+                   {{"Access-Control-Allow-Methods", "GET, POST, OPTIONS"},
+                    {"Access-Control-Allow-Headers", asked.empty() ? "Authorization, Content-Type" : std::string(asked)},
+                    {"Access-Control-Max-Age", "86400"}});
+    }
+
+    void wrong_method(http::Reply& reply, const char* allowed) {
+        rejected += 1;
+        reply.send(405, "application/json",
+                   to_text(ApiError(405, fmt::format("this route takes {} only", allowed), "invalid_request_error",
+                                    "method_not_allowed").body()),
+                   {{"Allow", fmt::format("{}, OPTIONS", allowed)}});
+    }
+
+    ApiError model_not_found(const std::string& id) const {
+        return ApiError(404, fmt::format("the model '{}' does not exist: this server serves '{}'", id, options.model_id),
+                        "invalid_request_error", "model_not_found", "model");
+    }
+
+    json model_object() {
+        const model::ModelInfo& info = engine.info();
+        return {{"id", options.model_id},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "vkllm"},
+                {"meta", {{"arch", info.arch}, {"n_ctx", engine.session().n_ctx()}, {"n_vocab", info.n_vocab},
+                          {"n_parallel", engine.session().n_seq()}}}};
+    }
+
+    std::string metrics() {
+        const engine::SchedulerMetrics m = scheduler.metrics();
         std::string text;
         auto metric = [&](const char* name, const char* type, const char* help, double value) {
             text += fmt::format("# HELP vkllm_{0} {1}\n# TYPE vkllm_{0} {2}\nvkllm_{0} {3}\n", name, help, type, value);
         };
         metric("requests_total", "counter", "Completion requests finished.", double(m.requests_finished));
-        metric("requests_rejected_total", "counter", "Requests answered with an error before running.", double(rejected_.load()));
+        metric("requests_rejected_total", "counter", "Requests answered with a 4xx error.", double(rejected.load()));
+        metric("requests_failed_total", "counter", "Requests answered with a 5xx error (or an error event).", double(failed.load()));
+        metric("http_connections", "gauge", "Open client connections.", double(http.connections()));
         metric("prompt_tokens_total", "counter", "Prompt tokens of finished and running requests.", double(m.prompt_tokens + m.cached_prompt_tokens));
         metric("prompt_tokens_cached_total", "counter", "Prompt tokens whose KV cells were reused.", double(m.cached_prompt_tokens));
         metric("generated_tokens_total", "counter", "Tokens generated by finished requests.", double(m.generated_tokens));
@@ -163,137 +267,126 @@ void Server::routes() {
         metric("requests_queued", "gauge", "Requests waiting for a sequence.", double(m.queued));
         metric("kv_cells_used", "gauge", "KV-cache cells holding tokens, all sequences.", double(m.cells_in_use));
         metric("kv_cells_total", "gauge", "KV-cache cells of all sequences.", double(m.cells_total));
-        res.set_content(text, "text/plain; version=0.0.4");
-    });
+        return text;
+    }
 
-    auto completion_route = [this](Endpoint endpoint) {
-        return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
-            try {
-                complete(endpoint, req.body, res);
-            } catch (const ApiError& error) {
-                rejected_ += 1;
-                send_error(res, error);
-            }
-        };
-    };
-    http.Post("/v1/chat/completions", completion_route(Endpoint::ChatCompletions));
-    http.Post("/v1/completions", completion_route(Endpoint::Completions));
-    http.Post("/chat/completions", completion_route(Endpoint::ChatCompletions));
-    http.Post("/completions", completion_route(Endpoint::Completions));
-}
+    // The longest prompt text that may still fit the context (0: no bound).
+    size_t prompt_byte_bound() const {
+        return longest_piece == 0 ? 0 : (size_t(engine.session().n_ctx()) + 1) * longest_piece;
+    }
 
-engine::Request Server::prompt_of(CompletionRequest& request) const {
-    const tokenizer::Tokenizer& tokenizer = engine_.tokenizer();
-    engine::Request prompt{.sampling = request.sampling};
-    if (!request.prompt_tokens.empty()) {
-        prompt.prompt = request.prompt_tokens;
+    ApiError prompt_too_long(size_t n_tokens_at_least, const char* param) const {
+        return ApiError(400, fmt::format("the prompt's {} tokens leave no room to generate in the context of {} tokens",
+                                         n_tokens_at_least, engine.session().n_ctx()),
+                        "invalid_request_error", "context_length_exceeded", param);
+    }
+
+    void check_prompt_bytes(size_t bytes, const char* param) const {
+        const size_t bound = prompt_byte_bound();
+        if (bound != 0 && bytes > bound)
+            throw ApiError(400, fmt::format("the prompt's {} bytes cannot fit the context of {} tokens", bytes, engine.session().n_ctx()),
+                           "invalid_request_error", "context_length_exceeded", param);
+    }
+
+    // The engine's request: the prompt rendered and tokenized (with images, its chunks; the images
+    // move out of `request`) and the sampling; the limits are left to fill.
+    engine::Request prompt_of(CompletionRequest& request) const {
+        const tokenizer::Tokenizer& tokenizer = engine.tokenizer();
+        engine::Request prompt{.sampling = request.sampling};
+        if (!request.prompt_tokens.empty()) {
+            prompt.prompt = request.prompt_tokens;
+            return prompt;
+        }
+        if (request.endpoint == Endpoint::Completions) {
+            check_prompt_bytes(request.prompt.size(), "prompt");
+            prompt.prompt = tokenizer.tokenize(request.prompt, true, true);
+            return prompt;
+        }
+        std::string rendered;
+        try {
+            rendered = engine.chat_template().render(request.messages, true);
+        } catch (const Error& error) {
+            throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", error.what()),
+                           "invalid_request_error", "invalid_value", "messages");
+        }
+        check_prompt_bytes(rendered.size(), "messages");
+        if (request.images.empty()) {
+            prompt.prompt = chat::prompt_tokens(tokenizer, rendered);
+            return prompt;
+        }
+        try {
+            prompt.chunks = vision::tokenize_with_media(tokenizer, engine.encoder()->hparams().projector,
+                                                        chat::without_template_bos(tokenizer, rendered), request.images.size());
+        } catch (const Error& error) {
+            throw ApiError(400, error.what(), "invalid_request_error", "invalid_value", "messages");
+        }
+        for (const vision::PromptChunk& chunk : prompt.chunks) prompt.prompt.insert(prompt.prompt.end(), chunk.tokens.begin(), chunk.tokens.end());
+        prompt.images = std::move(request.images);
         return prompt;
     }
-    if (request.endpoint == Endpoint::Completions) {
-        prompt.prompt = tokenizer.tokenize(request.prompt, true, true);
-        return prompt;
-    }
-    if (!request.images.empty() && !engine_.encoder())
-        throw ApiError(400, "this server has no image encoder for image_url parts: start it with --mmproj",
-                       "invalid_request_error", "unsupported_content", "messages");
-    std::string rendered;
-    try {
-        rendered = engine_.chat_template().render(request.messages, true);
-    } catch (const Error& error) {
-        throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", error.what()),
-                       "invalid_request_error", "invalid_value", "messages");
-    }
-    if (request.images.empty()) {
-        prompt.prompt = chat::prompt_tokens(tokenizer, rendered);
-        return prompt;
-    }
-    try {
-        prompt.chunks = vision::tokenize_with_media(tokenizer, engine_.encoder()->hparams().projector,
-                                                    chat::without_template_bos(tokenizer, rendered), request.images.size());
-    } catch (const Error& error) {
-        throw ApiError(400, error.what(), "invalid_request_error", "invalid_value", "messages");
-    }
-    for (const vision::PromptChunk& chunk : prompt.chunks) prompt.prompt.insert(prompt.prompt.end(), chunk.tokens.begin(), chunk.tokens.end());
-    prompt.images = std::move(request.images);
-    return prompt;
-}
 
-void Server::complete(Endpoint endpoint, const std::string& body, httplib::Response& res) {
-    CompletionRequest request = parse_request(endpoint, body);
-    if (!request.model.empty() && request.model != options_.model_id)
-        throw ApiError(404, fmt::format("the model '{}' does not exist: this server serves '{}'", request.model, options_.model_id),
-                       "invalid_request_error", "model_not_found", "model");
-    engine::Request prompt = prompt_of(request);
-    size_t n_prompt = prompt.prompt.size();
-    for (const vision::PromptChunk& chunk : prompt.chunks)
-        if (chunk.image >= 0) n_prompt += engine_.encoder()->positions(prompt.images[size_t(chunk.image)]);
-    const uint32_t n_ctx = engine_.session().n_ctx();
-    if (n_prompt >= n_ctx)
-        throw ApiError(400, fmt::format("the prompt's {} tokens leave no room to generate in the context of {} tokens",
-                                        n_prompt, n_ctx), "invalid_request_error", "context_length_exceeded", "messages");
-    if (request.max_tokens && n_prompt + *request.max_tokens > n_ctx)
-        throw ApiError(400, fmt::format("max_tokens {} and the prompt's {} tokens exceed the context of {} tokens",
-                                        *request.max_tokens, n_prompt, n_ctx),
-                       "invalid_request_error", "context_length_exceeded", "max_tokens");
+    // On a request thread: parsed, checked against the context, queued; the scheduler answers.
+    void complete(Endpoint endpoint, const std::string& body, const std::shared_ptr<http::Reply>& reply) {
+        const uint32_t n_ctx = engine.session().n_ctx();
+        CompletionRequest request = parse_request(endpoint, body, {.images = engine.encoder() != nullptr,
+                                                                   .max_prompt_bytes = prompt_byte_bound(),
+                                                                   .n_ctx = n_ctx});
+        if (!request.model.empty() && request.model != options.model_id) throw model_not_found(request.model);
+        engine::Request prompt = prompt_of(request);
+        size_t n_prompt = prompt.prompt.size();
+        for (const vision::PromptChunk& chunk : prompt.chunks)
+            if (chunk.image >= 0) n_prompt += engine.encoder()->positions(prompt.images[size_t(chunk.image)]);
+        if (n_prompt >= n_ctx) throw prompt_too_long(n_prompt, endpoint == Endpoint::ChatCompletions ? "messages" : "prompt");
+        // One rule, with max_tokens or without: prompt and reply together fit the context.
+        if (request.max_tokens && n_prompt + *request.max_tokens > n_ctx)
+            throw ApiError(400, fmt::format("max_tokens {} and the prompt's {} tokens exceed the context of {} tokens",
+                                            *request.max_tokens, n_prompt, n_ctx),
+                           "invalid_request_error", "context_length_exceeded", "max_tokens");
 
-    engine::GenerationLimits& limits = prompt.limits;
-    limits = {.max_tokens = request.max_tokens.value_or(UINT32_MAX), .stops = {.strings = request.stop}};
-    if (endpoint == Endpoint::ChatCompletions) {
-        const engine::StopSet& template_stops = engine_.template_stops();
-        limits.stops.tokens = template_stops.tokens;
-        limits.stops.strings.insert(limits.stops.strings.end(), template_stops.strings.begin(), template_stops.strings.end());
-    }
-    auto exchange = std::make_shared<Exchange>();
-    try {
-        if (!scheduler_.submit(std::move(prompt), Exchange::listener(exchange)))
+        engine::GenerationLimits& limits = prompt.limits;
+        limits = {.max_tokens = request.max_tokens.value_or(UINT32_MAX), .stops = {.strings = request.stop},
+                  .ignore_eos = request.ignore_eos};
+        if (endpoint == Endpoint::ChatCompletions) {
+            const engine::StopSet& template_stops = engine.template_stops();
+            limits.stops.tokens = template_stops.tokens;
+            limits.stops.strings.insert(limits.stops.strings.end(), template_stops.strings.begin(), template_stops.strings.end());
+        }
+        auto exchange = std::make_shared<Exchange>(Exchange{.reply = reply, .failed = failed});
+        exchange->context = {endpoint, fmt::format("{}-{:x}", endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", next_id++),
+                             options.model_id, int64_t(std::time(nullptr))};
+        exchange->stream = request.stream;
+        exchange->include_usage = request.include_usage;
+        if (request.echo)
+            exchange->echo = request.prompt_tokens.empty() ? request.prompt
+                                                           : engine.tokenizer().detokenize(request.prompt_tokens, false, true);
+        bool queued = false;
+        try {
+            queued = scheduler.submit(std::move(prompt), Exchange::listener(exchange));
+        } catch (const Error& error) {
+            throw ApiError(shutting_down ? 503 : 400, error.what(), shutting_down ? "server_error" : "invalid_request_error");
+        }
+        if (!queued)
             throw ApiError(503, "the server is busy: every sequence is in use and the queue is full; try again later",
                            "server_error", "queue_full");
-    } catch (const Error& error) {
-        throw ApiError(400, error.what());
     }
-    const ResponseContext context{endpoint,
-                                  fmt::format("{}-{:x}", endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", next_id_++),
-                                  options_.model_id, int64_t(std::time(nullptr))};
-    if (!request.stream) {
-        std::unique_lock lock(exchange->mutex);
-        exchange->changed.wait(lock, [&] { return exchange->done.has_value(); });
-        if (!exchange->done->error.empty())
-            return send_error(res, ApiError(500, exchange->done->error, "server_error"));
-        if (exchange->done->finish == engine::FinishReason::Cancelled)
-            return send_error(res, ApiError(503, "the server stopped before the request finished", "server_error"));
-        return send_json(res, 200, response_body(context, exchange->text, *exchange->done));
-    }
-    res.set_header("Cache-Control", "no-cache");
-    res.set_chunked_content_provider(
-        "text/event-stream",
-        [exchange, context, include_usage = request.include_usage, first = true](size_t, httplib::DataSink& sink) mutable {
-            std::unique_lock lock(exchange->mutex);
-            exchange->changed.wait_for(lock, keep_alive_interval, [&] { return !exchange->text.empty() || exchange->done; });
-            const std::string text = std::exchange(exchange->text, {});
-            const std::optional<engine::Completion> done = exchange->done;
-            lock.unlock();
-            auto send = [&](const std::string& event) {
-                if (sink.write(event.data(), event.size())) return true;
-                exchange->gone = true;
-                return false;
-            };
-            if (text.empty() && !done) return send(": waiting\n\n");
-            if (!text.empty() && !send(sse_event(text_chunk(context, text, first)))) return false;
-            first = text.empty() && first;
-            if (!done) return true;
-            if (!done->error.empty()) {
-                if (!send(sse_event(ApiError(500, done->error, "server_error").body()))) return false;
-            } else if (done->finish != engine::FinishReason::Cancelled) {
-                if (!send(sse_event(final_chunk(context, *done)))) return false;
-                if (include_usage && !send(sse_event(usage_chunk(context, *done)))) return false;
-            }
-            if (!send("data: [DONE]\n\n")) return false;
-            sink.done();
-            return true;
-        },
-        [exchange](bool success) {
-            if (!success) exchange->gone = true;
-        });
+};
+
+Server::Server(engine::Engine& engine, engine::Scheduler& scheduler, ServerOptions options)
+    : impl_(std::make_unique<Impl>(engine, scheduler, std::move(options))) {}
+
+Server::~Server() { shutdown(); }
+
+int Server::start() { return impl_->http.listen(impl_->options.host, impl_->options.port); }
+
+void Server::shutdown() {
+    Impl& impl = *impl_;
+    if (impl.shutting_down.exchange(true)) return;
+    impl.http.stop_accepting();
+    // Requests being parsed are refused by the stopped scheduler; those it runs end now, answered.
+    impl.scheduler.stop();
+    impl.request_threads.join();
+    impl.http.drain(std::chrono::seconds(5));
+    impl.http.stop();
 }
 
 }  // namespace vkllm::server

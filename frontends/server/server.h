@@ -1,9 +1,11 @@
 #pragma once
 // The HTTP front of `vkllm serve`: OpenAI's routes over the engine's scheduler.
 //   POST /v1/chat/completions, POST /v1/completions (stream: server-sent events), GET /v1/models,
-//   GET /health, GET /metrics (Prometheus text).
+//   GET /v1/models/{id}, GET /health, GET /metrics (Prometheus text), OPTIONS (CORS preflight).
 // Every error is OpenAI's shape ({"error": {"message", "type", "code", "param"}}) with a 4xx/5xx status;
-// one client's bad request or disconnect never touches the others' requests.
+// one client's bad request, slow connection or disconnect never touches the others' requests.
+// Requests are parsed, rendered and tokenized on a small pool of threads of their own, so neither the
+// HTTP threads (http.h) nor the scheduler's wait on them.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -11,22 +13,18 @@
 
 #include "engine/engine.h"
 #include "engine/scheduler.h"
+#include "http.h"
 #include "openai.h"
-
-namespace httplib {
-class Server;
-struct Response;
-}
 
 namespace vkllm::server {
 
 struct ServerOptions {
     std::string host = "127.0.0.1";
     int port = 8080;
-    std::string api_key;                      // empty: no key asked for
-    std::string model_id;                     // the name /v1/models lists and requests may give
-    uint64_t max_body_bytes = 32ull << 20;    // larger bodies are refused with 413
-    uint32_t http_threads = 16;
+    std::string api_key;       // empty: no key asked for
+    std::string model_id;      // the name /v1/models lists and requests may give
+    http::Limits limits;       // body size, deadlines, connections
+    unsigned request_threads = 4;  // parse, render and tokenize requests
 };
 
 class Server {
@@ -34,26 +32,17 @@ public:
     Server(engine::Engine& engine, engine::Scheduler& scheduler, ServerOptions options);
     ~Server();
 
-    // Binds the address; throws vkllm::Error when it cannot (in use, no such address). Returns the port.
-    int bind();
-    // Serves until stop(); returns once the listener is closed.
-    void listen();
-    // Safe from any thread (a signal watcher): stops accepting and returns from listen().
-    void stop();
+    // Binds the address and serves on threads of its own; throws vkllm::Error when it cannot bind.
+    // Returns the port (a free one for port 0).
+    int start();
+    // Ends the requests in flight (streams get their last chunk, with finish_reason "length", and
+    // [DONE]), answers the requests still arriving with 503, and returns once every answer is out
+    // (at most a few seconds) and the connections are closed. Stops the scheduler.
+    void shutdown();
 
 private:
-    void routes();
-    // A completion request: parsed, checked against the context, queued, answered whole or streamed.
-    void complete(Endpoint endpoint, const std::string& body, httplib::Response& res);
-    // The engine's request: the prompt rendered and tokenized (with images, its chunks; the images
-    // move out of `request`) and the sampling; the limits are left to fill.
-    engine::Request prompt_of(CompletionRequest& request) const;
-
-    engine::Engine& engine_;
-    engine::Scheduler& scheduler_;
-    ServerOptions options_;
-    std::unique_ptr<httplib::Server> http_;
-    std::atomic<uint64_t> next_id_{1}, rejected_{0};
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace vkllm::server

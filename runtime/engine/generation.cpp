@@ -12,6 +12,7 @@ std::string_view finish_reason_name(FinishReason reason) {
         case FinishReason::Length: return "length";
         case FinishReason::Context: return "context";
         case FinishReason::Cancelled: return "cancelled";
+        case FinishReason::Interrupted: return "interrupted";
     }
     return "stop";
 }

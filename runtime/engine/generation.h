@@ -21,9 +21,10 @@ enum class FinishReason {
     Stop,       // an end-of-generation token, a stop token or a stop string
     Length,     // the token limit
     Context,    // the context is full
-    Cancelled,  // the listener stopped it
+    Cancelled,    // the listener stopped it, or it never started
+    Interrupted,  // its runner stopped before the reply ended (a server shutting down)
 };
-// "stop", "length", "context", "cancelled" (OpenAI's finish_reason for the first two).
+// "stop", "length", "context", "cancelled", "interrupted" (OpenAI's finish_reason for the first two).
 std::string_view finish_reason_name(FinishReason reason);
 
 // Where replies end besides the vocabulary's end-of-generation tokens.

@@ -105,7 +105,7 @@ void Scheduler::loop() {
         metrics_.cells_in_use = engine_.session().cells_in_use();
     }
     for (auto& active : sequences_)
-        if (active) finish(*active, FinishReason::Cancelled);
+        if (active) finish(*active, FinishReason::Interrupted);
     std::lock_guard lock(mutex_);
     for (auto& [request, listener] : queue_)
         listener.on_done({.prompt_tokens = uint32_t(request.prompt.size()), .finish = FinishReason::Cancelled});
@@ -198,10 +198,6 @@ void Scheduler::decode_step() {
     std::vector<tokenizer::TokenId> tokens;
     for (auto& active : sequences_) {
         if (!active || active->next == tokenizer::no_token) continue;
-        if (session.n_past(active->seq) >= session.n_ctx()) {
-            finish(*active, FinishReason::Context);
-            continue;
-        }
         batch.push_back(active.get());
         seqs.push_back(active->seq);
         tokens.push_back(active->next);
@@ -230,6 +226,8 @@ void Scheduler::take_token(Active& active, std::span<const float> logits) {
     const bool listening = text.empty() || active.listener.on_text(text);
     if (active.stream.finish_reason()) return finish(active, *active.stream.finish_reason());
     if (!listening) return finish(active, FinishReason::Cancelled);
+    // The token needs a cell to run: with the context full, the prompt and reply fill it exactly.
+    if (engine_.session().n_past(active.seq) + 1 >= engine_.session().n_ctx()) return finish(active, FinishReason::Context);
     active.next = id;
 }
 

@@ -8,7 +8,8 @@
 //   3. run one decode step for every sequence that is generating: one replayed graph for all of
 //      them (the weights are read once per step), then sample each sequence's next token.
 // A request whose listener returns false (a client gone) is dropped before the next step and its
-// sequence freed; its cells stay for a later prompt that shares them.
+// sequence freed; its cells stay for a later prompt that shares them. A reply ends at the latest when
+// prompt and reply together fill the sequence's context (FinishReason::Context).
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -69,7 +70,7 @@ struct SchedulerMetrics {
 class Scheduler {
 public:
     Scheduler(Engine& engine, SchedulerOptions options = {});
-    ~Scheduler();  // stops: requests still queued or running end as cancelled
+    ~Scheduler();  // stops: running requests end as interrupted, queued ones as cancelled
     Scheduler(const Scheduler&) = delete;
     Scheduler& operator=(const Scheduler&) = delete;
 
@@ -77,7 +78,8 @@ public:
     // prompt is empty, holds a token outside the vocabulary, leaves no room in a sequence's context
     // for a generated token, or has images and the engine no encoder, and once the scheduler stops.
     bool submit(Request request, RequestListener listener);
-    // Ends every request (as cancelled) and the thread; submit refuses from then on.
+    // Ends every request and the thread: running ones as interrupted (their text so far sent), queued
+    // ones as cancelled. submit refuses from then on.
     void stop();
 
     SchedulerMetrics metrics() const;

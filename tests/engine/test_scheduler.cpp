@@ -195,6 +195,54 @@ TEST_CASE("the scheduler refuses prompts it cannot run, before queuing them") {
                       "token id 100000 is outside the vocabulary of 512");
 }
 
+TEST_CASE("a reply ends where prompt and reply together fill the context, never past it") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine batched({.model_path = stories.string(), .n_ctx = 32, .n_seq = 2});
+    const std::vector<int32_t> prompt = batched.tokenizer().tokenize("Once upon a time", true, false);
+    Scheduler scheduler(batched);
+    Results results(1);
+    REQUIRE(scheduler.submit({prompt, greedy(), {.ignore_eos = true}}, results.listener(0)));
+    results.wait();
+    CHECK(results.done[0]->finish == FinishReason::Context);
+    CHECK(results.done[0]->prompt_tokens + results.done[0]->completion_tokens == 32);
+}
+
+TEST_CASE("stopping ends running requests as interrupted, with their text so far, and queued ones as cancelled") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine batched({.model_path = stories.string(), .n_ctx = 256, .n_seq = 1});
+    const std::vector<int32_t> prompt = batched.tokenizer().tokenize("Once upon a time", true, false);
+    Scheduler scheduler(batched);
+    Results results(2);
+    std::mutex mutex;
+    std::condition_variable first_text;
+    bool texted = false;
+    RequestListener running = results.listener(0);
+    running.on_text = [&, inner = running.on_text](std::string_view piece) {
+        {
+            std::lock_guard lock(mutex);
+            texted = true;
+        }
+        first_text.notify_all();
+        return inner(piece);
+    };
+    REQUIRE(scheduler.submit({prompt, greedy(), {.ignore_eos = true}}, running));
+    REQUIRE(scheduler.submit({prompt, greedy(), limits()}, results.listener(1)));  // waits: one sequence
+    {
+        std::unique_lock lock(mutex);
+        REQUIRE(first_text.wait_for(lock, std::chrono::minutes(2), [&] { return texted; }));
+    }
+    scheduler.stop();
+    REQUIRE(results.done[0]);
+    CHECK(results.done[0]->finish == FinishReason::Interrupted);
+    CHECK(results.done[0]->completion_tokens > 0);
+    CHECK(results.done[0]->completion_tokens < 256);
+    CHECK_FALSE(results.texts[0].empty());
+    REQUIRE(results.done[1]);
+    CHECK(results.done[1]->finish == FinishReason::Cancelled);
+    CHECK(results.texts[1].empty());
+    CHECK_THROWS_WITH(scheduler.submit({prompt, greedy(), limits()}, results.listener(1)), "the server is shutting down");
+}
+
 TEST_CASE("a prompt with an image runs in its own sequence beside text requests and gives what it gives alone") {
     const auto shared_dir = test::shared_path("fixtures/vision/gemma3_vis");
     if (!shared_dir) return;

@@ -1,0 +1,128 @@
+// `vkllm serve` processes of this file's own: a random-weight model whose output is any bytes,
+// a request deadline, and SIGTERM with streams in flight. run_openai_tests.sh sets VKLLM_BIN and
+// VKLLM_SOURCE_DIR.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { connect, request, ResponseReader, sseEvents, strictText } from './http_client.mjs';
+
+const vkllm = process.env.VKLLM_BIN;
+const stories = path.join(process.env.VKLLM_SOURCE_DIR, 'models', 'stories260K.gguf');
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'vkllm-serve-'));
+process.on('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
+
+// Starts `vkllm serve` on a free port; resolves once it listens.
+async function serve(args) {
+  const child = spawn(vkllm, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
+  let log = '';
+  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
+  const url = await new Promise((resolve, reject) => {
+    child.stderr.on('data', (data) => {
+      log += data;
+      const found = log.match(/ on (http:\/\/[^ ]+)\/v1 /);
+      if (found) resolve(found[1]);
+    });
+    exited.then(() => reject(new Error(`vkllm serve exited before listening:\n${log}`)));
+  });
+  const { hostname, port } = new URL(url);
+  return { child, url, address: { host: hostname, port: Number(port) }, exited, log: () => log };
+}
+
+async function stop(server) {
+  server.child.kill('SIGTERM');
+  const { code } = await server.exited;
+  assert.equal(code, 0, server.log());
+  assert.doesNotMatch(server.log(), /validation:/);
+}
+
+async function post(address, pathname, body) {
+  const socket = await connect(address);
+  const reader = new ResponseReader(socket);
+  socket.write(request('POST', pathname, { body }));
+  try {
+    return await reader.next(120000);
+  } finally {
+    socket.destroy();
+  }
+}
+
+test('a random-weight model: 16 concurrent requests, half streamed, all 200 with valid UTF-8', async () => {
+  const model = path.join(scratch, 'random.gguf');
+  execFileSync(vkllm, ['synth', '--arch', 'llama', '--preset', 'tiny', '--type', 'q8_0', '-o', model, '--seed', '3'], { stdio: 'ignore' });
+  const server = await serve(['-m', model, '--parallel', '4', '-c', '256']);
+  try {
+    const prompts = ['Once upon a time', 'The', 'a b c', 'Tom and Sue', '1 2 3', 'Hello', 'What', 'x'];
+    const replies = await Promise.all(Array.from({ length: 16 }, (_, i) => {
+      const stream = i % 2 === 1;
+      const body = { prompt: prompts[i % prompts.length], max_tokens: 48, temperature: i < 8 ? 0 : 1, seed: i, stream };
+      return post(server.address, i % 4 < 2 ? '/v1/completions' : '/v1/chat/completions',
+        i % 4 < 2 ? body : { ...body, prompt: undefined, messages: [{ role: 'user', content: body.prompt }] })
+        .then((reply) => ({ reply, stream }));
+    }));
+    for (const { reply, stream } of replies) {
+      assert.equal(reply.status, 200, reply.body.toString());
+      const text = strictText(reply.body);
+      if (!stream) {
+        JSON.parse(text);
+        continue;
+      }
+      const events = sseEvents(text);
+      assert.equal(events.at(-1), '[DONE]');
+      for (const event of events.slice(0, -1)) assert.ok(JSON.parse(event).choices);
+    }
+  } finally {
+    await stop(server);
+  }
+});
+
+test('a request that does not arrive within --timeout is a 408', async () => {
+  const server = await serve(['-m', stories, '--parallel', '1', '-c', '128', '--timeout', '2']);
+  try {
+    const socket = await connect(server.address);
+    const reader = new ResponseReader(socket);
+    socket.write('POST /v1/completions HTTP/1.1\r\nHost: localhost\r\n');
+    const drip = setInterval(() => socket.write('X'), 300);  // each byte in time, the whole too late
+    const started = Date.now();
+    const reply = await reader.next(10000);
+    clearInterval(drip);
+    socket.destroy();
+    assert.equal(reply.status, 408);
+    assert.ok(Date.now() - started < 5000);
+  } finally {
+    await stop(server);
+  }
+});
+
+test('SIGTERM during four streams: each ends with its last chunk and [DONE], and the exit code is 0', async () => {
+  const server = await serve(['-m', stories, '--parallel', '4', '-c', '2048']);
+  const streams = [];
+  for (let i = 0; i < 4; ++i) {
+    const socket = await connect(server.address);
+    const reader = new ResponseReader(socket);
+    let text = '';
+    const started = new Promise((resolve) => socket.on('data', (data) => { text += data.toString('latin1'); if (text.includes('"text"')) resolve(); }));
+    socket.write(request('POST', '/v1/completions', {
+      body: { prompt: 'Once upon a time', max_tokens: 2000, ignore_eos: true, temperature: 1, seed: i, stream: true,
+        stream_options: { include_usage: true } } }));
+    streams.push({ socket, reader, started });
+  }
+  await Promise.all(streams.map((s) => s.started));
+  server.child.kill('SIGTERM');
+  for (const { socket, reader } of streams) {
+    const reply = await reader.next(30000);
+    socket.destroy();
+    assert.equal(reply.status, 200);
+    const events = sseEvents(strictText(reply.body));
+    assert.equal(events.at(-1), '[DONE]');
+    const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+    const last = chunks.findLast((c) => c.choices?.length);
+    assert.equal(last.choices[0].finish_reason, 'length');
+    const { completion_tokens } = chunks.at(-1).usage;
+    assert.ok(completion_tokens > 0 && completion_tokens < 2000, `${completion_tokens} tokens`);
+  }
+  const { code } = await server.exited;
+  assert.equal(code, 0, server.log());
+});
