@@ -101,6 +101,29 @@ void project(Builder& b, const std::string& name, const WeightGroup& weights, gr
     }
 }
 
+namespace {
+
+template <class Weights>
+void linear_biased(Builder& b, const std::string& name, const Weights& weights, const std::optional<Weight>& bias,
+                   graph::Region x, graph::Region y, bool accumulate) {
+    project(b, name, weights, x, y, accumulate);
+    if (!bias) return;
+    const uint32_t rows = bias->rows * bias->cols;
+    b.graph.add(name + ".bias", ops::add(b.device, y, bias->region(b.graph), y, b.shape.n_tokens * rows, rows));
+}
+
+}  // namespace
+
+void linear(Builder& b, const std::string& name, const WeightGroup& weights, const std::optional<Weight>& bias,
+            graph::Region x, graph::Region y, bool accumulate) {
+    linear_biased(b, name, weights, bias, x, y, accumulate);
+}
+
+void linear(Builder& b, const std::string& name, const Weight& weights, const std::optional<Weight>& bias,
+            graph::Region x, graph::Region y, bool accumulate) {
+    linear_biased(b, name, weights, bias, x, y, accumulate);
+}
+
 void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight& weight, graph::Region y, uint32_t n,
               float eps) {
     uint32_t rows = uint32_t(x.size / (n * f32));
@@ -267,6 +290,7 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
 void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& output, graph::Region logits,
                  float rms_eps) {
     const uint32_t n_embd = norm.cols;
+    if (b.shape.hidden) return rms_norm(b, "output_norm", x, norm, logits, n_embd, rms_eps);
     const uint32_t rows = b.shape.all_logits ? b.shape.n_tokens : 1;
     // Only the rows whose logits are wanted go through the final norm and the head.
     auto last = x.sub((b.shape.n_tokens - rows) * n_embd * f32, rows * n_embd * f32);

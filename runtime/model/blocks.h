@@ -34,6 +34,12 @@ void project(Builder& b, const std::string& name, const WeightGroup& weights, gr
 void project(Builder& b, const std::string& name, const Weight& weights, graph::Region x, graph::Region y,
              bool accumulate);
 
+// y = W x + bias (y += W x + bias with accumulate); bias f32 [rows of W], or none.
+void linear(Builder& b, const std::string& name, const WeightGroup& weights, const std::optional<Weight>& bias,
+            graph::Region x, graph::Region y, bool accumulate = false);
+void linear(Builder& b, const std::string& name, const Weight& weights, const std::optional<Weight>& bias,
+            graph::Region x, graph::Region y, bool accumulate = false);
+
 void rms_norm(Builder& b, const std::string& name, graph::Region x, const Weight& weight, graph::Region y,
               uint32_t n, float eps);
 
@@ -119,7 +125,8 @@ struct FeedForwardWeights {
 void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
              uint32_t n_ff, float rms_eps);
 
-// logits = output · norm(x) for the last token (or every token with shape.all_logits).
+// logits = output · norm(x) for the last token (or every token with shape.all_logits); with
+// shape.hidden, logits = norm(x) of every token instead (the hidden states embeddings pool).
 void output_head(Builder& b, graph::Region x, const Weight& norm, const Weight& output, graph::Region logits,
                  float rms_eps);
 

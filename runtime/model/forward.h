@@ -49,6 +49,7 @@ struct KvCacheRegions {
 struct ForwardShape {
     uint32_t n_tokens = 1;
     bool all_logits = false;  // logits of every token, else of the last one only
+    bool hidden = false;      // in place of logits, every token's hidden state after the final norm (embeddings)
 };
 
 }  // namespace vkllm::model

@@ -148,7 +148,7 @@ public:
                             hp_.n_ff, hp_.rms_eps);
         }
         blocks::output_head(b, x, w_.output_norm, w_.output ? *w_.output : w_.token_embd, logits, hp_.rms_eps);
-        if (hp_.final_softcap != 0) {
+        if (hp_.final_softcap != 0 && !shape.hidden) {
             const uint32_t rows = shape.all_logits ? shape.n_tokens : 1;
             g.add("final_softcap", ops::softcap(device_, logits, logits, rows * hp_.n_vocab, hp_.final_softcap));
         }

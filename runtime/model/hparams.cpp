@@ -46,7 +46,7 @@ uint32_t ArchKeys::uniform_u32(std::string_view suffix, uint32_t fallback, uint3
     return values->front();
 }
 
-BaseHparams read_base_hparams(const ArchKeys& keys) {
+BaseHparams read_base_hparams(const ArchKeys& keys, std::string_view eps_key) {
     BaseHparams hp;
     hp.n_ctx_train = keys.u32("context_length");
     hp.n_embd = keys.u32("embedding_length");
@@ -61,7 +61,7 @@ BaseHparams read_base_hparams(const ArchKeys& keys) {
     hp.head_dim_k = keys.u32("attention.key_length", hp.n_embd / hp.n_head);
     hp.head_dim_v = keys.u32("attention.value_length", hp.n_embd / hp.n_head);
     hp.n_rot = keys.u32("rope.dimension_count", hp.head_dim_k);
-    hp.rms_eps = keys.f32("attention.layer_norm_rms_epsilon");
+    hp.rms_eps = keys.f32(eps_key);
     auto tokens = keys.file().get_string_array("tokenizer.ggml.tokens");
     hp.n_vocab = keys.u32("vocab_size", tokens ? uint32_t(tokens->size()) : 0);
     return hp;

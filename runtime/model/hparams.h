@@ -45,10 +45,11 @@ struct BaseHparams {
     uint32_t n_rot = 0;       // rope.dimension_count, default head_dim_k
     uint32_t n_ff = 0;
     uint32_t n_vocab = 0;
-    float rms_eps = 0;
+    float rms_eps = 0;        // the norms' epsilon: attention.layer_norm_rms_epsilon, or the key read_base_hparams is given
 };
 
-BaseHparams read_base_hparams(const ArchKeys& keys);
+// eps_key: the epsilon's key, a LayerNorm model's (BERT: attention.layer_norm_epsilon) in place of the RMSNorm one.
+BaseHparams read_base_hparams(const ArchKeys& keys, std::string_view eps_key = "attention.layer_norm_rms_epsilon");
 
 // RoPE for a layer using the file's rope.* keys (B.4): freq_base, linear or YaRN scaling, and the
 // attention factor llama.cpp's context derives. `read_yarn_betas`: only mistral3 reads them.

@@ -21,6 +21,9 @@ struct ModelInfo {
     std::string name;  // general.name, or the file name
     uint32_t n_vocab = 0, n_ctx_train = 0, n_embd = 0, n_layer = 0;
     uint64_t weight_bytes = 0;
+    // An encoder (BERT): every token sees the whole input, so an input runs in one chunk from position 0;
+    // learned positions end at n_ctx_train; no output head, only hidden states (Session::eval_hidden).
+    bool encoder = false;
 };
 
 // What one layer keeps per token (cell) of its KV cache.
@@ -39,7 +42,8 @@ public:
     virtual ~Model() = default;
     virtual const ModelInfo& info() const = 0;
     virtual KvLayout kv_layout() const = 0;
-    // Adds the passes of one run over shape.n_tokens tokens; logits: f32 [rows][n_vocab].
+    // Adds the passes of one run over shape.n_tokens tokens; logits: f32 [rows][n_vocab], or with
+    // shape.hidden the hidden states after the final norm, f32 [n_tokens][n_embd].
     virtual void build_forward(graph::Graph& graph, const StepInputs& step, const KvCacheRegions& kv,
                                graph::Region logits, ForwardShape shape) const = 0;
 };

@@ -66,19 +66,28 @@ Session::Session(gpu::Device& device, const Model& model, SessionOptions options
     if (options.n_seq == 0) fail("a session needs at least one sequence");
     if (options.n_seq > 1 && kv_type_ != ops::KvType::F16)
         fail("a q8_0 KV cache serves one sequence only (its scales follow all its cells' quants); use an f16 cache");
+    const ModelInfo& info = model.info();
+    if (info.encoder && n_ctx_ > info.n_ctx_train)
+        fail("a context of {} tokens is longer than the {} positions {} learned; lower -c", n_ctx_, info.n_ctx_train,
+             info.name);
     seqs_.resize(options.n_seq);
     gpu::Allocator& allocator = device.allocator();
     // Chunks are powers of two; rows of logits for a whole chunk (or decode step) must fit one binding.
-    n_ubatch_ = std::bit_floor(options.n_ubatch);
+    // An encoder's chunk is its whole context: its tokens see each other both ways.
+    n_ubatch_ = info.encoder ? std::bit_ceil(n_ctx_) : std::bit_floor(options.n_ubatch);
     const uint32_t n_rows = std::max(n_ubatch_, options.n_seq);
-    uint64_t row_bytes = uint64_t(n_vocab_) * sizeof(float);
-    n_logit_rows_ = uint32_t(std::min<uint64_t>(n_rows, std::bit_floor(allocator.max_binding_range() / row_bytes)));
-    if (n_logit_rows_ == 0) fail("a row of {} logits exceeds the device's binding range", n_vocab_);
-    if (n_logit_rows_ < options.n_seq)
-        fail("{} sequences' rows of {} logits exceed the device's binding range", options.n_seq, n_vocab_);
+    if (!info.encoder) {
+        uint64_t row_bytes = uint64_t(n_vocab_) * sizeof(float);
+        n_logit_rows_ = uint32_t(std::min<uint64_t>(n_rows, std::bit_floor(allocator.max_binding_range() / row_bytes)));
+        if (n_logit_rows_ == 0) fail("a row of {} logits exceeds the device's binding range", n_vocab_);
+        if (n_logit_rows_ < options.n_seq)
+            fail("{} sequences' rows of {} logits exceed the device's binding range", options.n_seq, n_vocab_);
+        logits_ = allocator.create(n_logit_rows_ * row_bytes, gpu::MemoryDomain::DeviceMapped);
+    } else {
+        hidden_ = allocator.create(uint64_t(n_ubatch_) * info.n_embd * sizeof(float), gpu::MemoryDomain::DeviceMapped);
+    }
     ids_ = allocator.create(n_rows * sizeof(int32_t), gpu::MemoryDomain::DeviceMapped);
     positions_ = allocator.create(n_rows * sizeof(int32_t), gpu::MemoryDomain::DeviceMapped);
-    logits_ = allocator.create(n_logit_rows_ * row_bytes, gpu::MemoryDomain::DeviceMapped);
     const gpu::Capabilities& caps = device.caps();
     const uint64_t alignment = std::max<uint64_t>({caps.min_storage_buffer_offset_alignment,
                                                    caps.min_texel_buffer_offset_alignment, 16});
@@ -139,7 +148,11 @@ uint64_t Session::kv_bytes() const {
 std::vector<graph::PassTime> Session::profile_prompt_chunk(uint32_t n) {
     if (n < 2 || n > n_ubatch_) fail("a prompt chunk of {} tokens: chunks hold 2 to {}", n, n_ubatch_);
     // run_chunk's key for such a chunk without all logits; graph_for bakes it if none ran yet.
-    return graph_for({chunk_rows(n), false, false, 0}).profile();
+    return graph_for({chunk_rows(n), false, false, 0, false}).profile();
+}
+
+void Session::prepare() {
+    if (!model_.info().encoder) graph_for({1, false, false, 0, false});
 }
 
 uint64_t Session::graphs_recorded() const {
@@ -157,14 +170,16 @@ uint64_t Session::replays() const {
 graph::BakedGraph& Session::graph_for(const GraphKey& key) {
     auto& baked = graphs_[key];
     if (baked) return *baked;
-    const auto [n_tokens, all_logits, embeddings, seq] = key;
+    const auto [n_tokens, all_logits, embeddings, seq, hidden] = key;
     graph::Graph g(device_);
-    build_graph(g, n_tokens, all_logits, embeddings, seq);
+    build_graph(g, n_tokens, all_logits, embeddings, seq, hidden);
     baked = std::make_unique<graph::BakedGraph>(std::move(g).bake({.shared_arenas = &arenas_}));
     return *baked;
 }
 
-void Session::build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, bool embeddings, uint32_t seq) const {
+void Session::build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, bool embeddings, uint32_t seq,
+                          bool hidden) const {
+    if (!hidden) check_logits();
     const uint64_t inputs = n_tokens * sizeof(int32_t);
     StepInputs step{g.persistent("inp_tokens", ids_.range().sub(0, inputs)),
                     g.persistent("inp_pos", positions_.range().sub(0, inputs))};
@@ -205,13 +220,18 @@ void Session::build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, b
                                          block(regions.v, uint64_t(rows.v_row) * 2, s),
                                          block(regions.extra, uint64_t(rows.extra_row) * sizeof(float), s)});
     }
+    if (hidden) {
+        const uint64_t bytes = uint64_t(n_tokens) * model_.info().n_embd * sizeof(float);
+        return model_.build_forward(g, step, kv, g.persistent("result_embd", hidden_.range().sub(0, bytes)),
+                                    {n_tokens, true, true});
+    }
     uint32_t rows = all_logits ? n_tokens : 1;
     auto logits = g.persistent("result_output", logits_.range().sub(0, uint64_t(rows) * n_vocab_ * sizeof(float)));
     model_.build_forward(g, step, kv, logits, {n_tokens, all_logits});
 }
 
 std::span<const float> Session::run_chunk(uint32_t seq, std::span<const int32_t> tokens, bool all_logits,
-                                          bool embeddings) {
+                                          bool embeddings, bool hidden) {
     Sequence& sequence = seqs_[seq];
     const uint32_t n = uint32_t(tokens.size()), n_past = sequence.n_past;
     const uint32_t bucket = chunk_rows(n);
@@ -229,11 +249,21 @@ std::span<const float> Session::run_chunk(uint32_t seq, std::span<const int32_t>
         for (uint32_t t = 0; t < n; ++t) slots[padding + t] = int32_t(seq * blocks.stride + (n_past + t) % n_cells);
         blocks.slots.write(0, std::as_bytes(std::span(slots)));
     }
-    graph_for({bucket, all_logits, embeddings, seq}).replay();
+    graph_for({bucket, all_logits, embeddings, seq, hidden}).replay();
     sequence.n_past += n;
+    if (hidden) {
+        const uint64_t n_embd = model_.info().n_embd;
+        return std::span(reinterpret_cast<const float*>(hidden_.range().mapped) + padding * n_embd, n * n_embd);
+    }
     const float* rows = reinterpret_cast<const float*>(logits_.range().mapped);
     return all_logits ? std::span(rows + uint64_t(padding) * n_vocab_, uint64_t(n) * n_vocab_)
                       : std::span(rows, n_vocab_);
+}
+
+void Session::check_logits() const {
+    if (model_.info().encoder)
+        fail("{} is an encoder ({}): it has no logits to generate or score with, only embeddings (vkllm embed)",
+             model_.info().name, model_.info().arch);
 }
 
 void Session::check_tokens(std::span<const int32_t> tokens) const {
@@ -242,6 +272,7 @@ void Session::check_tokens(std::span<const int32_t> tokens) const {
 }
 
 std::span<const float> Session::eval(uint32_t seq, std::span<const int32_t> tokens, std::vector<float>* all_logits) {
+    check_logits();
     const uint32_t n_past = sequence(seq).n_past;
     if (tokens.empty()) fail("nothing to evaluate: no tokens");
     if (uint64_t(n_past) + tokens.size() > n_ctx_)
@@ -257,6 +288,28 @@ std::span<const float> Session::eval(uint32_t seq, std::span<const int32_t> toke
         if (all_logits) all_logits->insert(all_logits->end(), logits.begin(), logits.end());
     }
     return all_logits ? logits.last(n_vocab_) : logits;
+}
+
+void Session::eval_hidden(uint32_t seq, std::span<const int32_t> tokens, std::vector<float>& hidden) {
+    const uint32_t n_past = sequence(seq).n_past;
+    if (tokens.empty()) fail("nothing to evaluate: no tokens");
+    if (uint64_t(n_past) + tokens.size() > n_ctx_)
+        fail("{} more tokens do not fit the context: {} of its {} tokens are used (raise it with -c)", tokens.size(),
+             n_past, n_ctx_);
+    if (model_.info().encoder && n_past > 0)
+        fail("an encoder sees each input whole: its {} tokens must start the sequence, not follow {}", tokens.size(),
+             n_past);
+    check_tokens(tokens);
+    const uint64_t n_embd = model_.info().n_embd;
+    if (hidden_.empty())
+        hidden_ = device_.allocator().create(uint64_t(n_ubatch_) * n_embd * sizeof(float), gpu::MemoryDomain::DeviceMapped);
+    std::vector<int32_t>& history = seqs_[seq].history;
+    history.insert(history.end(), tokens.begin(), tokens.end());
+    for (size_t done = 0; done < tokens.size(); done += n_ubatch_) {
+        const std::span<const float> rows =
+            run_chunk(seq, tokens.subspan(done, std::min<size_t>(n_ubatch_, tokens.size() - done)), true, false, true);
+        hidden.insert(hidden.end(), rows.begin(), rows.end());
+    }
 }
 
 void Session::eval_embeddings(uint32_t seq, std::span<const float> embeddings) {
@@ -284,6 +337,7 @@ void Session::eval_embeddings(uint32_t seq, std::span<const float> embeddings) {
 }
 
 std::span<const float> Session::decode(std::span<const uint32_t> seqs, std::span<const int32_t> tokens) {
+    check_logits();
     if (seqs.empty() || seqs.size() != tokens.size())
         fail("a decode step needs one token per sequence ({} sequences, {} tokens)", seqs.size(), tokens.size());
     check_tokens(tokens);
@@ -314,7 +368,7 @@ std::span<const float> Session::decode(std::span<const uint32_t> seqs, std::span
         for (uint32_t s : seqs) slots[s] = int32_t(s * blocks.stride + seqs_[s].n_past % n_cells);
         blocks.slots.write(0, std::as_bytes(std::span(slots)));
     }
-    graph_for({bucket, true, false, decode_rows}).replay();
+    graph_for({bucket, true, false, decode_rows, false}).replay();
     for (uint32_t s : seqs) seqs_[s].n_past += 1;
     const float* rows = reinterpret_cast<const float*>(logits_.range().mapped);
     // Sequences listed as 0, 1, .. are the rows as they lie; others are gathered in the listed order.

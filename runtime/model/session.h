@@ -74,6 +74,10 @@ public:
     std::span<const float> eval(std::span<const int32_t> tokens, std::vector<float>* all_logits = nullptr) {
         return eval(0, tokens, all_logits);
     }
+    // Runs the tokens at positions n_past(seq) onward and appends each one's hidden state after the
+    // final norm to `hidden` (f32 [tokens][n_embd]): what embeddings pool. An encoder's tokens see each
+    // other both ways, so they must start the sequence (truncate it first) and fit one chunk.
+    void eval_hidden(uint32_t seq, std::span<const int32_t> tokens, std::vector<float>& hidden);
     // Runs rows of input embeddings (f32 [rows][n_embd], an image's) at positions n_past(seq) onward in
     // place of token embeddings; no logits.
     void eval_embeddings(uint32_t seq, std::span<const float> embeddings);
@@ -82,12 +86,14 @@ public:
     // through one replayed graph. Returns the logits [seqs.size()][n_vocab], valid until the next call.
     std::span<const float> decode(std::span<const uint32_t> seqs, std::span<const int32_t> tokens);
 
-    // Bakes the one-token graph (creating its pipelines) now rather than on the first eval.
-    void prepare() { graph_for({1, false, false, 0}); }
+    // Bakes the one-token graph (creating its pipelines) now rather than on the first eval; an encoder
+    // has none (its inputs are whole texts).
+    void prepare();
     // Adds the passes of a run to g without baking it: n_tokens (1 or a power of two up to n_ubatch)
-    // of sequence seq (or seq as decode() asks for its rows, one per sequence).
-    // `vkllm shaders` creates every pipeline this way on devices that cannot run.
-    void build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, bool embeddings = false, uint32_t seq = 0) const;
+    // of sequence seq (or seq as decode() asks for its rows, one per sequence); hidden: the hidden
+    // states in place of the logits. `vkllm shaders` creates every pipeline this way on devices that cannot run.
+    void build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, bool embeddings = false, uint32_t seq = 0,
+                     bool hidden = false) const;
 
     uint32_t n_seq() const { return uint32_t(seqs_.size()); }
     uint32_t n_past(uint32_t seq) const { return sequence(seq).n_past; }
@@ -111,10 +117,10 @@ public:
 
     uint64_t kv_bytes() const;
     // Stats of the one-token graph every decode step of sequence 0 replays.
-    const graph::GraphStats& decode_stats() { return graph_for({1, false, false, 0}).stats(); }
-    void dump_decode_graph(std::ostream& out) { graph_for({1, false, false, 0}).dump(out); }
+    const graph::GraphStats& decode_stats() { return graph_for({1, false, false, 0, false}).stats(); }
+    void dump_decode_graph(std::ostream& out) { graph_for({1, false, false, 0, false}).dump(out); }
     // Runs the one-token graph once more on the last step's inputs, timing every pass.
-    std::vector<graph::PassTime> profile_decode() { return graph_for({1, false, false, 0}).profile(); }
+    std::vector<graph::PassTime> profile_decode() { return graph_for({1, false, false, 0, false}).profile(); }
     // Runs the graph of a prompt chunk of n tokens (2 to n_ubatch) of sequence 0 once more on the last
     // inputs it ran with, timing every pass.
     std::vector<graph::PassTime> profile_prompt_chunk(uint32_t n);
@@ -153,18 +159,21 @@ private:
     uint32_t position_stride_ = 0;  // bytes between row_positions_' rows: the binding alignment
     gpu::Buffer row_positions_;     // int32 per decode row, each at a bindable offset
     gpu::Buffer embeddings_;  // f32 [n_ubatch][n_embd] for eval_embeddings, created on first use
+    gpu::Buffer hidden_;      // f32 [n_ubatch][n_embd] for eval_hidden: an encoder's output, else created on first use
     std::vector<float> decode_logits_;  // decode()'s rows in the order of its sequences
     graph::SharedArenas arenas_;
 
     // A graph: n_tokens of sequence `seq`, or with seq == decode_rows n_tokens rows of sequences 0 .. n_tokens - 1.
     static constexpr uint32_t decode_rows = UINT32_MAX;
-    using GraphKey = std::tuple<uint32_t, bool, bool, uint32_t>;  // (tokens, all logits, embeddings, seq)
+    using GraphKey = std::tuple<uint32_t, bool, bool, uint32_t, bool>;  // (tokens, all logits, embeddings, seq, hidden)
     std::map<GraphKey, std::unique_ptr<graph::BakedGraph>> graphs_;
 
     graph::BakedGraph& graph_for(const GraphKey& key);
-    // Runs one chunk of at most n_ubatch tokens of seq; returns the rows of logits it wrote.
-    std::span<const float> run_chunk(uint32_t seq, std::span<const int32_t> tokens, bool all_logits, bool embeddings = false);
+    // Runs one chunk of at most n_ubatch tokens of seq; returns the rows of logits (or hidden states) it wrote.
+    std::span<const float> run_chunk(uint32_t seq, std::span<const int32_t> tokens, bool all_logits,
+                                     bool embeddings = false, bool hidden = false);
     void check_tokens(std::span<const int32_t> tokens) const;
+    void check_logits() const;  // refuses a run for logits on an encoder
 };
 
 }  // namespace vkllm::model

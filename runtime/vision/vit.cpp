@@ -19,18 +19,11 @@ namespace vkllm::vision {
 namespace {
 
 using model::blocks::Builder;
+using model::blocks::linear;
 constexpr uint64_t f32 = sizeof(float);
 
 std::string layer_name(int layer, std::string_view what) { return fmt::format("v.blk.{}.{}", layer, what); }
 
-// y = W x (+ bias).
-void linear(Builder& b, const std::string& name, const Weight& weight, const std::optional<Weight>& bias,
-            graph::Region x, graph::Region y, bool accumulate = false) {
-    model::blocks::project(b, name, weight, x, y, accumulate);
-    if (!bias) return;
-    const uint32_t n = b.shape.n_tokens * weight.rows;
-    b.graph.add(name + ".bias", ops::add(b.device, y, bias->region(b.graph), y, n, weight.rows));
-}
 
 // LayerNorm where the norm has a bias (SigLIP), RMSNorm otherwise (Pixtral).
 void norm(Builder& b, const std::string& name, const Weight& weight, const std::optional<Weight>& bias,

@@ -57,7 +57,8 @@ void create_pipelines(gpu::Device& device, const model::Model& model, uint32_t n
     for (uint32_t n_tokens = 1; n_tokens <= session.n_ubatch(); n_tokens *= 2)
         for (bool all_logits : {false, true}) {
             graph::Graph graph(device);
-            session.build_graph(graph, n_tokens, all_logits);
+            // An encoder's runs give hidden states, never logits.
+            session.build_graph(graph, n_tokens, all_logits, false, 0, model.info().encoder);
         }
 }
 
