@@ -59,6 +59,8 @@ KvLayout gemma3_kv_layout(const gguf::File& file, const std::string& arch);
 std::unique_ptr<Model> make_mistral4(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                      const LoadOptions& options);  // mistral4 and deepseek2
 KvLayout mistral4_kv_layout(const gguf::File& file, const std::string& arch);
+std::unique_ptr<Model> make_bert(gpu::Device& device, const gguf::File& file, const std::string& arch,
+                                 const LoadOptions& options);
 std::unique_ptr<Model> make_minimax_m3(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                        const LoadOptions& options);
 

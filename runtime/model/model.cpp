@@ -14,6 +14,7 @@ constexpr Architecture architectures[] = {
     {"mistral4", make_mistral4, mistral4_kv_layout},
     {"deepseek2", make_mistral4, mistral4_kv_layout},
     {"minimax-m3", make_minimax_m3, nullptr},
+    {"bert", make_bert, nullptr},
 };
 
 const Architecture* find_architecture(std::string_view name) {
