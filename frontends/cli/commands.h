@@ -12,6 +12,7 @@ int bench_ops(Args args);
 int chat(Args args);
 int convert(Args args);
 int devices(Args args);
+int embed(Args args);
 int eval(Args args);
 int info(Args args);
 int perplexity(Args args);

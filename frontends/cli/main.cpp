@@ -22,6 +22,7 @@ constexpr Command commands[] = {
     {"chat", vkllm::cli::chat, "talk with the model through its chat template, keeping the KV cache across turns"},
     {"serve", vkllm::cli::serve, "serve OpenAI's API over HTTP, batching many requests at once"},
     {"eval", vkllm::cli::eval, "teacher-forced logits of every position, written as float32"},
+    {"embed", vkllm::cli::embed, "the embedding of each line of a text (BERT or any model), pooled and normalized"},
     {"perplexity", vkllm::cli::perplexity, "perplexity of a text, as llama.cpp computes it"},
     {"bench", vkllm::cli::bench, "prompt and generation speed, with GPU time per op, dispatches and GB/s"},
     {"bench-ops", vkllm::cli::bench_ops, "GB/s of each matvec kernel next to the device's streaming ceiling"},

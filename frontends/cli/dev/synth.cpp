@@ -36,6 +36,8 @@ constexpr std::string_view about =
     "           5 of every 6 layers on a 512-token sliding window, tied output, context 32768)\n"
     "  minimax-m3 (no preset; --type f32, f16 or q8_0): MiniMax-M3's attention and indexer dims (64 heads and 4 KV\n"
     "           heads of 128, 4 index heads, top 16 blocks of 128), n_embd 1024, 3 layers (1 dense), 4 small experts\n"
+    "  bert presets: tiny (n_embd 128, 2 layers, 4 heads, n_ff 512, 512 positions, biases and LayerNorms: an\n"
+    "           encoder of all-MiniLM's form; --vocab a WordPiece vocabulary such as llama.cpp's ggml-vocab-bert-bge.gguf)\n"
     "  types: f32 f16 bf16 q4_0 q4_1 q5_0 q5_1 q8_0 q4_k q5_k q6_k (K-quants need n_embd and n_ff multiples of 256)\n"
     "  Every preset takes the 512-token SPM vocabulary of --vocab, so the 1b presets have the real models' layers\n"
     "  but not their 128256- or 262144-token embeddings.";
@@ -63,13 +65,14 @@ constexpr uint64_t max_file_bytes = uint64_t(3) << 30;
 // The command line, or nothing when --help was asked.
 std::optional<SynthSettings> parse_settings(Args args) {
     SynthSettings settings;
-    Options parser("synth", "--arch llama|gemma3|minimax-m3 [--preset tiny|1b] [--type TYPE] -o FILE [options]", about);
-    parser.add("--arch", settings.arch, "ARCH", "llama, gemma3 or minimax-m3").required()
+    Options parser("synth", "--arch llama|gemma3|minimax-m3|bert [--preset tiny|1b] [--type TYPE] -o FILE [options]", about);
+    parser.add("--arch", settings.arch, "ARCH", "llama, gemma3, minimax-m3 or bert").required()
         .add("--preset", settings.preset, "NAME", "the shape: tiny or 1b (llama), 1b (gemma3)")
         .add("--type", settings.type, "TYPE", "the matrices' type (f16 for minimax-m3 when not given)")
         .add("-o,--output", settings.out, "FILE", "the GGUF to write").required()
         .add("--seed", settings.seed, "S", "the weights' seed")
         .add("--vocab", settings.vocab, "FILE", "the GGUF whose vocabulary the model takes")
+        .add("--pooling", settings.pooling, "mean|cls|last", "bert: the pooling_type the file asks for (mean when not given)")
         .add("--experts", settings.experts, "N", "llama: Mixtral-style layers of N experts of n_ff each; 0: dense")
         .add("--experts-used", settings.experts_used, "K", "llama: experts used per token")
         .flag("--dense", settings.dense, "minimax-m3: no indexer, dense attention in every layer");
@@ -91,7 +94,7 @@ bool same_ignoring_case(std::string_view a, std::string_view b) {
 }
 
 const Preset& find_preset(std::string_view arch, std::string_view name) {
-    if (arch != "llama" && arch != "gemma3") fail("unknown --arch '{}'; synth knows: llama, gemma3, minimax-m3", arch);
+    if (arch != "llama" && arch != "gemma3") fail("unknown --arch '{}'; synth knows: llama, gemma3, minimax-m3, bert", arch);
     for (const Preset& preset : presets)
         if (preset.arch == arch && preset.name == name) return preset;
     fail("unknown --preset '{}' for {}; presets: {}", name, arch, arch == "llama" ? "tiny, 1b" : "1b");
@@ -173,6 +176,14 @@ public:
         add(name, type.value_or(type_.type), ne, values);
     }
 
+    // A bias: F32 values of a tenth of a matrix's scale.
+    void add_bias(const std::string& name, uint64_t n) {
+        Random random(tensor_seed(seed_, name));
+        std::vector<float> values(n);
+        for (float& v : values) v = 0.1f * random.uniform();
+        add(name, gguf::GgmlType::F32, {n}, values);
+    }
+
     gguf::Writer& writer() { return writer_; }
     uint64_t tensor_bytes() const { return tensor_bytes_; }
 
@@ -241,6 +252,73 @@ void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, cons
         if (kv.key.starts_with("tokenizer.ggml.")) w.add_value(kv.key, kv.value);
 }
 
+// --arch bert: an encoder of BERT's form (llama.cpp's bert tensors and keys) with the WordPiece
+// vocabulary of --vocab; llama.cpp's pooling_type numbers: 1 mean, 2 cls, 3 last.
+int synth_bert(const SynthSettings& options) {
+    struct Shape {
+        uint32_t n_embd = 128, n_layer = 2, n_head = 4, n_ff = 512, n_ctx_train = 512, n_token_types = 2;
+    } const shape;
+    if (options.preset != "tiny") fail("unknown --preset '{}' for bert; presets: tiny", options.preset);
+    if (options.experts) fail("--experts: mixture-of-experts layers are for --arch llama");
+    const WeightType& type = find_weight_type(options.type);
+    if (shape.n_embd % gguf::block_size(type.type) != 0)
+        fail("--type {} needs n_embd to be a multiple of {}; bert tiny has {}", type.name, gguf::block_size(type.type),
+             shape.n_embd);
+    const std::string pooling = options.pooling.empty() ? "mean" : options.pooling;
+    const uint32_t pooling_type = pooling == "mean" ? 1 : pooling == "cls" ? 2 : pooling == "last" ? 3 : 0;
+    if (pooling_type == 0) fail("--pooling must be mean, cls or last, not '{}'", pooling);
+    const gguf::File vocab = gguf::File::open(options.vocab);
+    if (vocab.get_string("tokenizer.ggml.model") != "bert")
+        fail("{}: bert takes a WordPiece vocabulary (tokenizer.ggml.model 'bert'), such as llama.cpp's "
+             "ggml-vocab-bert-bge.gguf; give one with --vocab", vocab.name());
+    const uint64_t n_vocab = vocab.get_string_array("tokenizer.ggml.tokens")->size();
+
+    ModelWriter model(type, options.seed);
+    gguf::Writer& w = model.writer();
+    w.add_string("general.architecture", "bert");
+    w.add_string("general.name", fmt::format("vkllm-synth-bert-tiny-{}-{}", pooling, type.name));
+    w.add_u32("general.file_type", type.file_type);
+    w.add_u32("general.quantization_version", 2);
+    w.add_u32("bert.context_length", shape.n_ctx_train);
+    w.add_u32("bert.embedding_length", shape.n_embd);
+    w.add_u32("bert.block_count", shape.n_layer);
+    w.add_u32("bert.feed_forward_length", shape.n_ff);
+    w.add_u32("bert.attention.head_count", shape.n_head);
+    w.add_f32("bert.attention.layer_norm_epsilon", 1e-12f);
+    w.add_bool("bert.attention.causal", false);
+    w.add_u32("bert.pooling_type", pooling_type);
+    for (const gguf::KeyValue& kv : vocab.metadata())
+        if (kv.key.starts_with("tokenizer.ggml.") && kv.key != "tokenizer.ggml.token_type_count") w.add_value(kv.key, kv.value);
+    w.add_u32("tokenizer.ggml.token_type_count", shape.n_token_types);
+
+    const uint64_t n_embd = shape.n_embd;
+    model.add_matrix("token_embd.weight", n_embd, n_vocab);
+    model.add_matrix("token_types.weight", n_embd, shape.n_token_types, 0, gguf::GgmlType::F32);
+    model.add_matrix("position_embd.weight", n_embd, shape.n_ctx_train);
+    model.add_norm("token_embd_norm.weight", n_embd);
+    model.add_bias("token_embd_norm.bias", n_embd);
+    for (uint32_t il = 0; il < shape.n_layer; ++il) {
+        const std::string blk = fmt::format("blk.{}.", il);
+        for (const char* projection : {"attn_q", "attn_k", "attn_v", "attn_output"}) {
+            model.add_matrix(blk + projection + ".weight", n_embd, n_embd);
+            model.add_bias(blk + projection + ".bias", n_embd);
+        }
+        model.add_norm(blk + "attn_output_norm.weight", n_embd);
+        model.add_bias(blk + "attn_output_norm.bias", n_embd);
+        model.add_matrix(blk + "ffn_up.weight", n_embd, shape.n_ff);
+        model.add_bias(blk + "ffn_up.bias", shape.n_ff);
+        model.add_matrix(blk + "ffn_down.weight", shape.n_ff, n_embd);
+        model.add_bias(blk + "ffn_down.bias", n_embd);
+        model.add_norm(blk + "layer_output_norm.weight", n_embd);
+        model.add_bias(blk + "layer_output_norm.bias", n_embd);
+    }
+    model.writer().write(options.out);
+    std::printf("%s: bert tiny in %.*s, %s pooling, %.1f MiB of tensors, seed %llu\n", options.out.c_str(),
+                int(type.name.size()), type.name.data(), pooling.c_str(), double(model.tensor_bytes()) / (1 << 20),
+                (unsigned long long)options.seed);
+    return 0;
+}
+
 }  // namespace
 
 int synth(Args args) {
@@ -248,6 +326,8 @@ int synth(Args args) {
     if (!parsed) return 0;
     const SynthSettings& options = *parsed;
     if (options.arch == "minimax-m3") return synth_minimax_m3(options);
+    if (options.arch == "bert") return synth_bert(options);
+    if (!options.pooling.empty()) fail("--pooling is for --arch bert");
     if (options.dense) fail("--dense is for --arch minimax-m3");
     const Preset& preset = find_preset(options.arch, options.preset);
     if (preset.gemma() && options.experts > 0) fail("--experts: mixture-of-experts layers are for --arch llama");

@@ -11,6 +11,7 @@ struct SynthSettings {
     uint64_t seed = 1;
     uint32_t experts = 0, experts_used = 0;  // 0: dense FFN layers
     bool dense = false;                      // minimax-m3: no indexer
+    std::string pooling;                     // bert: the pooling_type written (mean, cls, last); empty: mean
 };
 
 int synth_minimax_m3(const SynthSettings& settings);
