@@ -119,7 +119,7 @@ int run(Args args) {
                          {"prompt_s", prompt_seconds}, {"prompt_tok_s", prompt_rate},
                          {"generation_s", generation_seconds}, {"generation_tok_s", generation_rate}}},
         };
-        std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+        std::printf("%s\n", out.dump(2).c_str());  // the text stream is well-formed UTF-8 (engine::TextStream)
     } else {
         print("\n");
     }

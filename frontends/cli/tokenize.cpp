@@ -11,8 +11,21 @@
 #include "core/file.h"
 #include "options.h"
 #include "tokenizer/tokenizer.h"
+#include "tokenizer/unicode.h"
 
 namespace vkllm::cli {
+namespace {
+
+// A piece that is not whole UTF-8 (a byte-fallback token, part of a character) is its byte values,
+// as llama-server's /tokenize gives it with_pieces.
+nlohmann::json piece_json(const std::string& piece) {
+    if (tokenizer::valid_utf8(piece) == piece) return piece;
+    nlohmann::json bytes = nlohmann::json::array();
+    for (char byte : piece) bytes.push_back(uint8_t(byte));
+    return bytes;
+}
+
+}  // namespace
 
 int tokenize(Args args) {
     std::string model, text, prompt, file;
@@ -27,7 +40,8 @@ int tokenize(Args args) {
         .flag("--no-bos", no_bos, "add nothing (no BOS), as llama.cpp's tokenizer tests do")
         .flag("--parse-special", parse_special, "turn special-token text (<s>, <|im_start|>) into its token")
         .flag("--ids", ids_only, "print only the ids, as [1, 2, 3]")
-        .flag("--json", json, "print [{\"id\": 1, \"piece\": \"<s>\"}, ...]");
+        .flag("--json", json, "print [{\"id\": 1, \"piece\": \"<s>\"}, ...]; a piece that is not whole UTF-8 is its "
+                              "bytes, [195]");
     if (!parser.parse(args)) return 0;
     if (parser.given("TEXT") + parser.given("-p") + parser.given("-f") != 1)
         fail("give the text once: as an argument, with -p TEXT or with -f FILE");
@@ -37,9 +51,8 @@ int tokenize(Args args) {
     const std::vector<tokenizer::TokenId> ids = tok.tokenize(text, !no_bos, parse_special);
     if (json) {
         nlohmann::json out = nlohmann::json::array();
-        for (tokenizer::TokenId id : ids) out.push_back({{"id", id}, {"piece", tok.token_to_piece(id, true)}});
-        // A piece can be part of a UTF-8 character: such bytes are replaced in JSON.
-        std::printf("%s\n", out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).c_str());
+        for (tokenizer::TokenId id : ids) out.push_back({{"id", id}, {"piece", piece_json(tok.token_to_piece(id, true))}});
+        std::printf("%s\n", out.dump().c_str());
     } else if (ids_only) {
         std::printf("[%s]\n", fmt::format("{}", fmt::join(ids, ", ")).c_str());
     } else {
@@ -64,7 +77,8 @@ int detokenize(Args args) {
         ids.push_back(id);
     }
     const tokenizer::Tokenizer tok(tokenizer::load_vocab(model));
-    const std::string text = tok.detokenize(ids, false, true);
+    // Ids can end inside a character or hold bytes that make none: the text printed is well-formed.
+    const std::string text = tokenizer::valid_utf8(tok.detokenize(ids, false, true));
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::printf("\n");
     return 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "tokenizer/unicode.h"
 
 namespace vkllm::engine {
 
@@ -20,6 +21,9 @@ std::string_view finish_reason_name(FinishReason reason) {
 TextStream::TextStream(const tokenizer::Tokenizer& tokenizer, GenerationLimits limits, bool strip_leading_space)
     : tokenizer_(tokenizer), limits_(std::move(limits)), decoder_(tokenizer), strip_leading_space_(strip_leading_space) {
     std::erase(limits_.stops.strings, std::string());
+    // The text is well-formed UTF-8 (StreamDecoder), so stop strings are looked for in that form: one
+    // with stray bytes could otherwise match inside a character and cut it.
+    for (std::string& stop : limits_.stops.strings) stop = tokenizer::valid_utf8(stop);
 }
 
 std::string TextStream::flush() {

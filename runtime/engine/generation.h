@@ -46,7 +46,9 @@ public:
     TextStream(const tokenizer::Tokenizer& tokenizer, GenerationLimits limits, bool strip_leading_space = false);
 
     // Takes the next sampled token and returns the text that can be shown now. Text that may be the
-    // start of a stop string is held back until it cannot; an ending token shows nothing.
+    // start of a stop string is held back until it cannot, and so are the first bytes of a character
+    // split across tokens; an ending token shows nothing. Everything a stream returns is well-formed
+    // UTF-8: bytes that make no character, and one left incomplete at the end, become U+FFFD.
     std::string push(tokenizer::TokenId id);
     // Ends the reply for a reason outside the stream (full context, cancelled): the held-back text.
     std::string finish(FinishReason reason);

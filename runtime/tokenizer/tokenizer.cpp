@@ -262,11 +262,11 @@ StreamDecoder::StreamDecoder(const Tokenizer& tokenizer, bool special) : tokeniz
 std::string StreamDecoder::push(TokenId id) {
     pending_ += tokenizer_->token_to_piece(id, special_);
     const size_t ready = complete_utf8_prefix(pending_);
-    std::string out = pending_.substr(0, ready);
+    std::string out = valid_utf8(std::string_view(pending_).substr(0, ready));
     pending_.erase(0, ready);
     return out;
 }
 
-std::string StreamDecoder::finish() { return std::exchange(pending_, {}); }
+std::string StreamDecoder::finish() { return valid_utf8(std::exchange(pending_, {})); }
 
 }  // namespace vkllm::tokenizer

@@ -42,9 +42,10 @@ private:
     std::unique_ptr<Impl> impl_;
 };
 
-// Turns a stream of ids into printable text: bytes of a UTF-8 character split across tokens are
-// held back until the character is complete, so every returned string is whole UTF-8 characters
-// (plus, from finish(), whatever incomplete tail remains).
+// Turns a stream of ids into text that is always well-formed UTF-8: bytes of a character split
+// across tokens are held back until the character is complete, and bytes no character can be made
+// of (byte-fallback tokens of random or broken output) become U+FFFD, as does an incomplete tail
+// at finish(). What it returns is valid_utf8 of the pieces' bytes, split where the tokens allow.
 class StreamDecoder {
 public:
     explicit StreamDecoder(const Tokenizer& tokenizer, bool special = false);

@@ -117,16 +117,57 @@ void append_utf8(std::string& out, char32_t cpt) {
     }
 }
 
-size_t complete_utf8_prefix(std::string_view bytes) {
-    // Look back over at most 3 trailing bytes for a lead byte whose sequence is not finished.
-    const size_t n = bytes.size();
-    for (size_t back = 1; back <= 3 && back <= n; ++back) {
-        const uint8_t byte = uint8_t(bytes[n - back]);
-        if ((byte & 0xC0) == 0x80) continue;  // continuation: keep looking for its lead
-        const size_t need = byte >= 0xF0 ? 4 : byte >= 0xE0 ? 3 : byte >= 0xC0 ? 2 : 1;
-        return need > back ? n - back : n;
+namespace {
+
+// The UTF-8 sequence that starts `bytes` (not empty), as table 3-7 of the Unicode standard bounds
+// each byte: its length if well-formed; else the length of its maximal ill-formed subpart (at least
+// 1), and whether that subpart is an incomplete sequence cut by the end of `bytes`.
+struct Utf8Sequence {
+    size_t length;
+    bool well_formed, truncated;
+};
+
+Utf8Sequence next_utf8_sequence(std::string_view bytes) {
+    const uint8_t lead = uint8_t(bytes[0]);
+    if (lead < 0x80) return {1, true, false};
+    size_t need = 0;
+    if (lead >= 0xC2 && lead <= 0xDF) need = 2;
+    else if (lead >= 0xE0 && lead <= 0xEF) need = 3;
+    else if (lead >= 0xF0 && lead <= 0xF4) need = 4;
+    else return {1, false, false};  // 80..C1 and F5..FF begin nothing
+    // The second byte's range leaves out overlong forms (E0, F0), surrogates (ED) and codepoints past
+    // U+10FFFF (F4); later bytes are 80..BF.
+    const uint8_t low = lead == 0xE0 ? 0xA0 : lead == 0xF0 ? 0x90 : 0x80;
+    const uint8_t high = lead == 0xED ? 0x9F : lead == 0xF4 ? 0x8F : 0xBF;
+    for (size_t i = 1; i < need; ++i) {
+        if (i == bytes.size()) return {i, false, true};
+        const uint8_t byte = uint8_t(bytes[i]);
+        if (byte < (i == 1 ? low : 0x80) || byte > (i == 1 ? high : 0xBF)) return {i, false, false};
     }
-    return n;
+    return {need, true, false};
+}
+
+}  // namespace
+
+std::string valid_utf8(std::string_view bytes) {
+    std::string out;
+    out.reserve(bytes.size());
+    while (!bytes.empty()) {
+        const Utf8Sequence sequence = next_utf8_sequence(bytes);
+        if (sequence.well_formed) out += bytes.substr(0, sequence.length);
+        else out += "\xEF\xBF\xBD";  // U+FFFD
+        bytes.remove_prefix(sequence.length);
+    }
+    return out;
+}
+
+size_t complete_utf8_prefix(std::string_view bytes) {
+    for (size_t at = 0; at < bytes.size();) {
+        const Utf8Sequence sequence = next_utf8_sequence(bytes.substr(at));
+        if (sequence.truncated) return at;
+        at += sequence.length;
+    }
+    return bytes.size();
 }
 
 namespace {

@@ -27,8 +27,16 @@ size_t utf8_length(uint8_t lead);
 std::vector<char32_t> decode_utf8(std::string_view text);
 void append_utf8(std::string& out, char32_t cpt);
 
-// Length of the longest prefix of `bytes` that does not end inside a UTF-8 sequence: what a
-// streaming decoder may print now, keeping the rest until the next token completes it.
+// Well-formed UTF-8 (Unicode's table 3-7: no overlong forms, surrogates or codepoints past
+// U+10FFFF): each maximal ill-formed subpart of `bytes` becomes one U+FFFD, Unicode's recommended
+// substitution, which nlohmann's JSON dump with error_handler_t::replace (llama-server's output)
+// makes too. An incomplete sequence at the end is one such subpart.
+std::string valid_utf8(std::string_view bytes);
+
+// Length of the longest prefix of `bytes` that does not end with an incomplete UTF-8 sequence the
+// next bytes could still complete: what a streaming decoder may show now (through valid_utf8),
+// keeping the rest until the next token. valid_utf8 of the prefix, then of the rest once more bytes
+// follow, is valid_utf8 of the whole.
 size_t complete_utf8_prefix(std::string_view bytes);
 
 // GPT-2 byte-level alphabet: bytes 0x21-0x7E, 0xA1-0xAC and 0xAE-0xFF stand for themselves,

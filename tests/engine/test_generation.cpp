@@ -1,11 +1,16 @@
 // The text stream of a reply: stop strings held back until they cannot match, stop and
-// end-of-generation tokens, the token limit, and the leading space of SPM vocabularies.
+// end-of-generation tokens, the token limit, the leading space of SPM vocabularies, and text that is
+// always well-formed UTF-8 (split characters held back, stray bytes replaced).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+
+#include <fmt/format.h>
 
 #include "engine/generation.h"
 #include "gguf/reader.h"
+#include "tokenizer/unicode.h"
 
 namespace vkllm::engine {
 namespace {
@@ -99,6 +104,69 @@ TEST_CASE("end-of-generation and stop tokens end the reply and show nothing; ign
 TEST_CASE("a reply that starts a text drops the leading space of its first piece") {
     TextStream stream(stories_tokenizer(), {}, /*strip_leading_space=*/true);
     CHECK(joined(stream_pieces(stream, "Once upon")) == "Once upon");
+}
+
+const std::string replacement = "\xEF\xBF\xBD";  // U+FFFD
+
+tokenizer::TokenId byte_token(uint8_t byte) {
+    const tokenizer::TokenId id = stories_tokenizer().find(fmt::format("<0x{:02X}>", byte));
+    REQUIRE(id != tokenizer::no_token);
+    return id;
+}
+
+bool whole_utf8(const std::vector<std::string>& pieces) {
+    return std::ranges::all_of(pieces, [](const std::string& piece) { return tokenizer::valid_utf8(piece) == piece; });
+}
+
+TEST_CASE("a character split across tokens arrives whole, in the piece of its last byte") {
+    TextStream stream(stories_tokenizer(), {});
+    const std::vector<std::string> pieces = stream_pieces(stream, "a llama 🦙 named Jürgen");
+    CHECK(joined(pieces) == " a llama 🦙 named Jürgen");
+    CHECK(whole_utf8(pieces));
+    CHECK(std::ranges::count(pieces, "") >= 4);  // the first three bytes of 🦙 and the first of ü showed nothing
+}
+
+TEST_CASE("bytes that make no character become U+FFFD; so does a character cut by the token limit or the end") {
+    const tokenizer::Tokenizer& tok = stories_tokenizer();
+    const tokenizer::TokenId once = tok.tokenize("Once", false, false).at(0);
+    {
+        TextStream stream(tok, {});
+        CHECK(stream.push(byte_token(0xFF)) == replacement);
+        CHECK(stream.push(byte_token(0xE4)).empty());
+        CHECK(stream.push(once) == replacement + " Once");
+        CHECK(stream.push(byte_token(0xE4)).empty());
+        CHECK(stream.finish(FinishReason::Context) == replacement);
+    }
+    {
+        TextStream stream(tok, {.max_tokens = 3});
+        CHECK(stream.push(once) == " Once");
+        CHECK(stream.push(byte_token(0xE4)).empty());
+        CHECK(stream.push(byte_token(0xBD)) == replacement);  // the third byte of 你 would have come next
+        CHECK(stream.finish_reason() == FinishReason::Length);
+    }
+}
+
+TEST_CASE("a stop string right after a split character, or beginning with one, ends the reply there") {
+    {
+        TextStream stream(stories_tokenizer(), {.stops = {.strings = {"!"}}});
+        const std::vector<std::string> pieces = stream_pieces(stream, "Hallö! And more");  // ö is two byte tokens
+        CHECK(joined(pieces) == " Hallö");
+        CHECK(whole_utf8(pieces));
+        CHECK(stream.finish_reason() == FinishReason::Stop);
+    }
+    {
+        TextStream stream(stories_tokenizer(), {.stops = {.strings = {"ö!"}}});
+        CHECK(joined(stream_pieces(stream, "Hallö! And more")) == " Hall");
+        CHECK(stream.finish_reason() == FinishReason::Stop);
+    }
+    {
+        // A stop string with stray bytes is looked for as the text shows them: never inside a character.
+        TextStream stream(stories_tokenizer(), {.stops = {.strings = {"\xB6"}}});  // ö's second byte
+        CHECK(joined(stream_pieces(stream, "Hallö")) == " Hallö");
+        CHECK(!stream.finish_reason());
+        CHECK(stream.push(byte_token(0xB6)).empty());
+        CHECK(stream.finish_reason() == FinishReason::Stop);
+    }
 }
 
 TEST_CASE("finish names match OpenAI's finish_reason where they overlap") {

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <random>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "gguf/reader.h"
 #include "gguf/writer.h"
@@ -99,9 +101,58 @@ TEST_CASE("streaming decode holds back a split UTF-8 character") {
     CHECK(decoder.push(byte_id(0x99)) == "🦙");
     CHECK(decoder.push(a) == "a");
     CHECK(decoder.push(byte_id(0xC3)).empty());
-    CHECK(decoder.finish() == "\xC3");
+    CHECK(decoder.finish() == "\xEF\xBF\xBD");  // a character left incomplete at the end is U+FFFD
     CHECK(complete_utf8_prefix("ab\xE4\xBD") == 2);
     CHECK(complete_utf8_prefix("ab\xE4\xBD\xA0") == 5);
+    CHECK(complete_utf8_prefix("ab\xE0\x80") == 4);  // E0 80 begins only an overlong form: nothing to wait for
+}
+
+TEST_CASE("streaming decode turns bytes that make no character into U+FFFD as soon as that is certain") {
+    const Tokenizer tokenizer(vocab_of(spm_writer()));
+    StreamDecoder decoder(tokenizer);
+    const std::string fffd = "\xEF\xBF\xBD";
+    CHECK(decoder.push(byte_id(0xFF)) == fffd);  // never in UTF-8
+    CHECK(decoder.push(byte_id(0xA9)) == fffd);  // a continuation byte without its lead
+    CHECK(decoder.push(byte_id(0xC3)).empty());
+    CHECK(decoder.push(a) == fffd + "a");  // 'a' cannot continue C3
+    CHECK(decoder.push(byte_id(0xE0)).empty());
+    CHECK(decoder.push(byte_id(0x80)) == fffd + fffd);  // E0 80: an overlong form
+    CHECK(decoder.push(byte_id(0xED)).empty());
+    CHECK(decoder.push(byte_id(0xA0)) == fffd + fffd);  // ED A0: a surrogate
+    CHECK(decoder.push(byte_id(0xF4)).empty());
+    CHECK(decoder.push(byte_id(0x90)) == fffd + fffd);  // F4 90: past U+10FFFF
+    CHECK(decoder.push(byte_id(0xE4)).empty());
+    CHECK(decoder.push(byte_id(0xBD)).empty());
+    CHECK(decoder.push(byte_id(0xA0)) == "\xE4\xBD\xA0");
+    CHECK(decoder.finish().empty());
+}
+
+TEST_CASE("valid_utf8 replaces as nlohmann's JSON dump does, and a stream of byte tokens gives the same") {
+    const Tokenizer tokenizer(vocab_of(spm_writer()));
+    const uint32_t seed = 31;
+    std::mt19937 rng(seed);
+    size_t replaced = 0;
+    for (int round = 0; round < 3000; ++round) {
+        CAPTURE(seed);
+        CAPTURE(round);
+        // ASCII, continuation bytes and lead bytes in about equal parts: many whole characters, many broken ones.
+        std::string bytes(rng() % 16, '\0');
+        for (char& c : bytes) c = char(rng() % 3 == 0 ? 'x' : rng() % 2 ? 0x80 + rng() % 64 : 0xC0 + rng() % 64);
+        const std::string valid = valid_utf8(bytes);
+        const std::string dumped = nlohmann::json(bytes).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+        CHECK(valid == nlohmann::json::parse(dumped).get<std::string>());
+        CHECK_NOTHROW((void)nlohmann::json(valid).dump());  // strict: throws on ill-formed UTF-8
+        replaced += valid != bytes;
+        StreamDecoder decoder(tokenizer);
+        std::string streamed;
+        for (char byte : bytes) {
+            const std::string piece = decoder.push(byte_id(uint8_t(byte)));
+            CHECK(valid_utf8(piece) == piece);
+            streamed += piece;
+        }
+        CHECK(streamed + decoder.finish() == valid);
+    }
+    CHECK(replaced > 1000);
 }
 
 TEST_CASE("random text decodes back exactly (SPM byte fallback); random bytes never throw") {
