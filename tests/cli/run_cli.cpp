@@ -18,10 +18,15 @@ std::string slurp(const std::filesystem::path& path) {
 }
 
 CliResult run_cli(const std::string& arguments, const std::string& environment, const std::string& input) {
+    return run_program(VKLLM_CLI_PATH, arguments, environment, input);
+}
+
+CliResult run_program(const std::string& program, const std::string& arguments, const std::string& environment,
+                      const std::string& input) {
     auto directory = std::filesystem::temp_directory_path();
     std::string stem = "vkllm-cli-" + std::to_string(getpid());
     auto out_path = directory / (stem + ".out"), err_path = directory / (stem + ".err");
-    std::string command = environment + " " VKLLM_CLI_PATH " " + arguments + " >" + out_path.string() + " 2>" +
+    std::string command = environment + " " + program + " " + arguments + " >" + out_path.string() + " 2>" +
                           err_path.string() + " <" + input;
     int status = std::system(command.c_str());
     CliResult result{WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out_path), slurp(err_path)};

@@ -17,5 +17,8 @@ std::string slurp(const std::filesystem::path& path);
 
 CliResult run_cli(const std::string& arguments, const std::string& environment = "",
                   const std::string& input = "/dev/null");
+// The same for another program (an installed vkllm, say).
+CliResult run_program(const std::string& program, const std::string& arguments, const std::string& environment = "",
+                      const std::string& input = "/dev/null");
 
 }  // namespace vkllm::test

@@ -33,7 +33,7 @@ struct Shape {
 };
 
 struct Settings {
-    std::string out, vocab = VKLLM_BUNDLED_VOCAB;
+    std::string out, vocab;
     gguf::GgmlType type = gguf::GgmlType::F16;
     uint64_t seed = 1;
     bool dense = false;
@@ -117,7 +117,7 @@ std::vector<TensorPlan> plan_tensors(const Shape& s, const Settings& options, ui
     return plan;
 }
 
-void add_metadata(gguf::Writer& w, const Shape& s, const Settings& options, const gguf::File& vocab) {
+void add_metadata(gguf::Writer& w, const Shape& s, const Settings& options, const SynthVocab& vocab) {
     auto key = [](std::string_view suffix) { return fmt::format("{}.{}", arch, suffix); };
     w.add_string("general.architecture", arch);
     w.add_string("general.name", fmt::format("vkllm-synth-minimax-m3{}-{}", options.dense ? "-dense" : "",
@@ -148,19 +148,16 @@ void add_metadata(gguf::Writer& w, const Shape& s, const Settings& options, cons
         w.add_u32(key("attention.indexer.block_size"), s.block_size);
         w.add_u32(key("attention.indexer.local_blocks"), s.local_blocks);
     }
-    for (const gguf::KeyValue& kv : vocab.metadata())
-        if (kv.key.starts_with("tokenizer.ggml.")) w.add_value(kv.key, kv.value);
+    vocab.add_to(w);
 }
 
 }  // namespace
 
 int synth_minimax_m3(const SynthSettings& command_line) {
     const Settings options = minimax_settings(command_line);
-    const gguf::File vocab = gguf::File::open(options.vocab);
-    const auto tokens = vocab.get_string_array("tokenizer.ggml.tokens");
-    if (!tokens) fail("{}: no tokenizer.ggml.tokens to take the vocabulary from", vocab.name());
+    const SynthVocab vocab(options.vocab);
     const Shape shape;
-    const std::vector<TensorPlan> plan = plan_tensors(shape, options, tokens->size());
+    const std::vector<TensorPlan> plan = plan_tensors(shape, options, vocab.n_tokens());
     gguf::Writer writer;
     add_metadata(writer, shape, options, vocab);
     writer.add_u32("general.file_type", gguf::find_weight_type(options.type)->file_type);
