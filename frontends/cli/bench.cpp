@@ -67,6 +67,8 @@ int bench(Args args) {
     options.check();
     if (n_prompt == 0 && n_gen == 0) fail("-p 0 -n 0 leaves nothing to time; give -p N for prompt speed, -n N for generation");
     if (reps == 0) fail("-r 0 runs nothing; give at least one repetition");
+    if (kv_fill && (n_gen == 0 || !parallel.empty()))
+        fail("--kv-fill {} times the generation test at that context; it needs -n N and no --parallel", kv_fill);
     if (!parallel.empty()) return bench_parallel(options, parse_batch_sizes(parallel), n_prompt, n_gen, json);
     if (!options.n_ctx) options.n_ctx = std::max(n_prompt, kv_fill + n_gen + 1);
 

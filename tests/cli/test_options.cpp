@@ -179,6 +179,8 @@ TEST_CASE("perplexity refuses a context too small to score anything; bench refus
     std::filesystem::remove(text);
     check_error("bench -m " + model + " -p 0 -n 0", "-p 0 -n 0 leaves nothing to time");
     check_error("bench -m " + model + " -r 0", "-r 0 runs nothing");
+    check_error("bench -m " + model + " -n 0 --kv-fill 64", "--kv-fill 64 times the generation test");
+    check_error("bench -m " + model + " --parallel 2 --kv-fill 64", "it needs -n N and no --parallel");
     check_error("bench -m " + model + " -o xml", "-o must be md or json");
     const CliResult json = run_cli("bench -m " + model + " -p 8 -n 4 -r 1 -o json");  // llama-bench's spelling
     REQUIRE(json.exit_code == 0);

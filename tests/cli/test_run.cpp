@@ -1,8 +1,9 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <algorithm>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -126,6 +127,30 @@ TEST_CASE("bench --json reports prompt and generation speed with the decode acco
     CHECK(prompt_ms.contains("attn"));
     CHECK(prompt_ms.contains("ffn_down"));
     CHECK(json["pp"]["gpu_ms_by_op_from"].get<std::string>().find("16 tokens") != std::string::npos);
+}
+
+TEST_CASE("bench --kv-fill times decode at that context and prints the per-op table with its rows") {
+    const std::string model = std::string(VKLLM_SOURCE_DIR) + "/models/stories260K.gguf";
+    auto result = run_cli("bench -m " + model + " -p 0 -n 4 -r 1 --kv-fill 200");
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.out.find("decode after --kv-fill 200: a context of 200 tokens") != std::string::npos);
+    const size_t table = result.out.find("| op (decode, one token");
+    REQUIRE(table != std::string::npos);
+    // After the header and the |---| line, one row per kind of pass (attention, projections, output...).
+    std::vector<std::string> rows;
+    std::istringstream lines(result.out.substr(table));
+    std::string line;
+    std::getline(lines, line);
+    std::getline(lines, line);
+    while (std::getline(lines, line) && line.starts_with("| ")) rows.push_back(line);
+    CHECK(rows.size() >= 5);
+    CHECK(std::ranges::count_if(rows, [](const std::string& row) { return row.starts_with("| attn |"); }) == 1);
+    auto json = run_cli("bench -m " + model + " -p 0 -n 4 -r 1 --kv-fill 200 --json");
+    REQUIRE(json.exit_code == 0);
+    const auto report = nlohmann::json::parse(json.out);
+    CHECK(report["kv_fill"] == 200);
+    CHECK(report["decode"]["gpu_ms_by_op"].size() == rows.size());
+    CHECK(report["decode"]["gpu_ms_by_op"]["attn"].get<double>() > 0);
 }
 
 TEST_CASE("perplexity: low on the model's own greedy story, high on its words shuffled; short text refused") {
