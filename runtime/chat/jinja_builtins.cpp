@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "core/error.h"
 #include "tokenizer/unicode.h"
@@ -141,7 +142,10 @@ Value get_attribute(const Value& object, const std::string& name, const Where& w
         if (const Value* found = dict.find(name)) return *found;
         return Value::undefined(name);
     }
-    if (object.is_string()) return bound(object, name, where);
+    // Python's str has these methods and no other attribute: `text.content` is undefined, as in jinja2.
+    static const std::set<std::string, std::less<>> string_methods = {
+        "strip", "lstrip", "rstrip", "lower", "upper", "capitalize", "title", "startswith", "endswith", "split", "replace", "find"};
+    if (object.is_string() && string_methods.contains(name)) return bound(object, name, where);
     return Value::undefined(name);
 }
 

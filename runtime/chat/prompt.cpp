@@ -27,7 +27,8 @@ std::string token_text(const tokenizer::Vocab& vocab, tokenizer::TokenId id) {
 }  // namespace
 
 ChatTemplate::ChatTemplate(const tokenizer::Vocab& vocab, std::string name)
-    : name_(std::move(name)), bos_token_(token_text(vocab, vocab.bos)), eos_token_(token_text(vocab, vocab.eos)) {
+    : name_(std::move(name)), source_(vocab.chat_template), bos_token_(token_text(vocab, vocab.bos)),
+      eos_token_(token_text(vocab, vocab.eos)) {
     if (vocab.chat_template.empty()) fail("{}: the model has no tokenizer.chat_template", name_);
     builtin_ = builtin_format_named(vocab.chat_template);
     if (!builtin_) jinja_.emplace(vocab.chat_template, name_);

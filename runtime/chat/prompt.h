@@ -27,9 +27,12 @@ public:
                        std::string_view today = {}, const nlohmann::ordered_json& extra = {}) const;
 
     std::optional<BuiltinFormat> builtin() const { return builtin_; }
+    // The template as the model (or a template file) gives it: Jinja source, or a built-in format's name.
+    const std::string& source() const { return source_; }
 
 private:
     std::string name_;
+    std::string source_;
     std::optional<BuiltinFormat> builtin_;
     std::optional<JinjaTemplate> jinja_;
     std::string bos_token_, eos_token_;
