@@ -5,6 +5,7 @@
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <pthread.h>
 #include <sys/resource.h>
 
@@ -38,6 +39,7 @@ int serve(Args args) {
     std::string template_path, mmproj_path;
     uint32_t n_parallel = 4, port = uint32_t(server_options.port);
     uint32_t timeout_seconds = uint32_t(server_options.limits.request_deadline.count() / 1000);
+    bool embeddings = false;
     Options parser("serve", "-m MODEL [--host ADDR] [--port N] [--parallel N] [options]",
                    "OpenAI's API (/v1/chat/completions, /v1/completions, /v1/models, /health, /metrics) over HTTP, "
                    "decoding up to --parallel requests in one batch; -c is each request's context.");
@@ -50,7 +52,9 @@ int serve(Args args) {
         .add("--chat-template-file", template_path, "FILE", "a Jinja chat template replacing the model's")
         .add("--prefill-chunk", scheduler_options.prefill_chunk, "N",
              "prompt tokens one step runs: a new prompt delays the others' next token by one such chunk")
-        .add("--timeout", timeout_seconds, "S", "seconds a request's header and body may take to arrive, from its first byte");
+        .add("--timeout", timeout_seconds, "S", "seconds a request's header and body may take to arrive, from its first byte")
+        .flag("--embeddings", embeddings, "serve POST /v1/embeddings (pooled hidden states) instead of completions; "
+                                          "an encoder model (BERT) always does");
     options.declare(parser);
     if (!parser.parse(args)) return 0;
     options.check();
@@ -71,12 +75,16 @@ int serve(Args args) {
     pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
     std::unique_ptr<engine::Engine> engine = open_engine(options, mmproj_path, template_path, n_parallel);
-    engine::Scheduler scheduler(*engine, scheduler_options);
-    server::Server server(*engine, scheduler, server_options);
+    // An encoder (BERT) only embeds; a decoder serves embeddings instead of completions when asked.
+    embeddings = embeddings || engine->info().encoder;
+    std::optional<engine::Scheduler> scheduler;
+    if (!embeddings) scheduler.emplace(*engine, scheduler_options);
+    server::Server server(*engine, scheduler ? &*scheduler : nullptr, server_options);
     const int bound_port = server.start();
-    std::fprintf(stderr, "vkllm serve: %s on http://%s:%d/v1 (%u sequences of %u tokens)\n",
-                 server_options.model_id.c_str(), server_options.host.c_str(), bound_port, n_parallel,
-                 engine->session().n_ctx());
+    std::fprintf(stderr, "vkllm serve: %s on http://%s:%d/v1 (%s)\n", server_options.model_id.c_str(),
+                 server_options.host.c_str(), bound_port,
+                 embeddings ? fmt::format("embeddings of up to {} tokens", engine->session().n_ctx()).c_str()
+                            : fmt::format("{} sequences of {} tokens", n_parallel, engine->session().n_ctx()).c_str());
     int signal = 0;
     sigwait(&stop_signals, &signal);
     std::fprintf(stderr, "vkllm serve: stopping: ending the requests in flight\n");

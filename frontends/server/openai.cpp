@@ -1,7 +1,9 @@
 #include "openai.h"
 
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -127,6 +129,30 @@ ApiError prompt_too_long(const char* field, std::string_view what, uint32_t n_ct
                     "invalid_request_error", "context_length_exceeded", field);
 }
 
+std::string string_field(const json& object, const char* key, const std::string& field) {
+    if (!member(object, key).is_string()) throw bad_field(field + "." + key, "must be a string");
+    return member(object, key).get<std::string>();
+}
+
+// An assistant message's earlier calls: [{id, type: function, function: {name, arguments: JSON text}}].
+json tool_calls_of(const json& calls, const std::string& field) {
+    if (!calls.is_array()) throw bad_field(field, "must be an array of tool calls");
+    json checked = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        const std::string call_field = fmt::format("{}[{}]", field, i);
+        const json& call = calls[i];
+        if (!call.is_object() || !member(call, "function").is_object())
+            throw bad_field(call_field, "must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
+        const json& function = member(call, "function");
+        const std::string arguments = string_field(function, "arguments", call_field + ".function");
+        if (!json::parse(arguments, nullptr, false).is_object()) throw bad_field(call_field + ".function.arguments", "must be a JSON object, as text");
+        checked.push_back({{"id", string_field(call, "id", call_field)},
+                           {"type", "function"},
+                           {"function", {{"name", string_field(function, "name", call_field + ".function")}, {"arguments", arguments}}}});
+    }
+    return checked;
+}
+
 json chat_messages(const json& body, const ParseLimits& limits, std::vector<vision::Image>& images) {
     const json& messages = member(body, "messages");
     if (!messages.is_array() || messages.empty()) throw bad_field("messages", "must be a non-empty array");
@@ -144,9 +170,56 @@ json chat_messages(const json& body, const ParseLimits& limits, std::vector<visi
         text_bytes += content.size();
         if (limits.max_prompt_bytes != 0 && text_bytes > limits.max_prompt_bytes)
             throw prompt_too_long("messages", fmt::format("{} bytes of text", text_bytes), limits.n_ctx);
-        plain.push_back({{"role", role == "developer" ? "system" : role}, {"content", std::move(content)}});
+        json checked = {{"role", role == "developer" ? "system" : role}, {"content", std::move(content)}};
+        if (role == "assistant" && !member(message, "tool_calls").is_null()) {
+            checked["tool_calls"] = tool_calls_of(member(message, "tool_calls"), field + ".tool_calls");
+            if (checked["content"] == "") checked["content"] = nullptr;
+        }
+        if (role == "tool") checked["tool_call_id"] = string_field(message, "tool_call_id", field);
+        plain.push_back(std::move(checked));
     }
     return plain;
+}
+
+// tools, tool_choice and parallel_tool_calls.
+void parse_tools(const json& body, CompletionRequest& request) {
+    const json& tools = member(body, "tools");
+    if (!tools.is_null()) {
+        if (!tools.is_array()) throw bad_field("tools", "must be an array of {\"type\": \"function\", \"function\": {...}}");
+        for (size_t i = 0; i < tools.size(); ++i) {
+            const std::string field = fmt::format("tools[{}]", i);
+            const json& tool = tools[i];
+            if (!tool.is_object() || member(tool, "type") != "function" || !member(tool, "function").is_object())
+                throw bad_field(field, "must be {\"type\": \"function\", \"function\": {\"name\", \"parameters\"}}");
+            const json& function = member(tool, "function");
+            const std::string name = string_field(function, "name", field + ".function");
+            if (name.empty() || name.size() > 64) throw bad_field(field + ".function.name", "must have 1 to 64 characters");
+            const json& parameters = member(function, "parameters");
+            if (!parameters.is_null() && !parameters.is_object()) throw bad_field(field + ".function.parameters", "must be a JSON Schema object");
+        }
+        if (!tools.empty()) request.tools = tools;
+    }
+    const json& choice = member(body, "tool_choice");
+    if (choice.is_string()) {
+        const std::string value = choice.get<std::string>();
+        if (value == "none") request.tool_choice = ToolChoice::None;
+        else if (value == "required") request.tool_choice = ToolChoice::Required;
+        else if (value != "auto") throw bad_field("tool_choice", "must be 'auto', 'none', 'required' or {\"type\": \"function\", \"function\": {\"name\"}}");
+    } else if (choice.is_object()) {
+        if (member(choice, "type") != "function" || !member(choice, "function").is_object())
+            throw bad_field("tool_choice", "must be 'auto', 'none', 'required' or {\"type\": \"function\", \"function\": {\"name\"}}");
+        request.tool_choice = ToolChoice::Named;
+        request.tool_name = string_field(member(choice, "function"), "name", "tool_choice.function");
+        const bool known = request.tools.is_array() && std::ranges::any_of(request.tools, [&](const json& tool) {
+            return tool["function"]["name"] == request.tool_name;
+        });
+        if (!known) throw bad_field("tool_choice.function.name", fmt::format("names '{}', which is not one of the tools", request.tool_name));
+    } else if (!choice.is_null()) {
+        throw bad_field("tool_choice", "must be a string or an object");
+    }
+    if ((request.tool_choice == ToolChoice::Required) && request.tools.is_null())
+        throw bad_field("tool_choice", "asks for a tool call but the request has no tools");
+    if (!member(body, "parallel_tool_calls").is_null()) request.parallel_tool_calls = bool_field(body, "parallel_tool_calls");
 }
 
 void parse_prompt(const json& body, const ParseLimits& limits, CompletionRequest& request) {
@@ -209,8 +282,14 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text, cons
         if (!member(body, "model").is_string()) throw bad_field("model", "must be a string");
         request.model = member(body, "model").get<std::string>();
     }
-    if (endpoint == Endpoint::ChatCompletions) request.messages = chat_messages(body, limits, request.images);
-    else parse_prompt(body, limits, request);
+    if (endpoint == Endpoint::ChatCompletions) {
+        request.messages = chat_messages(body, limits, request.images);
+        parse_tools(body, request);
+    } else {
+        parse_prompt(body, limits, request);
+        for (const char* field : {"tools", "tool_choice"})
+            if (given(field)) throw bad_field(field, "applies to /v1/chat/completions only");
+    }
 
     sampling::SamplerParams& s = request.sampling;
     if (given("temperature")) s.temperature = float(number_field(body, "temperature", 0, 2));
@@ -261,12 +340,90 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text, cons
     return request;
 }
 
-std::string finish_reason(engine::FinishReason reason) {
+EmbeddingRequest parse_embedding_request(const std::string& text) {
+    const json body = parse_body(text);
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
+    EmbeddingRequest request;
+    if (!member(body, "model").is_null()) {
+        if (!member(body, "model").is_string()) throw bad_field("model", "must be a string");
+        request.model = member(body, "model").get<std::string>();
+    }
+    const json& input = member(body, "input");
+    auto ids_of = [](const json& list, const std::string& field) {
+        std::vector<int32_t> ids;
+        for (const json& id : list) {
+            if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+                throw bad_field(field, "holds something that is not a token id");
+            ids.push_back(int32_t(id.get<int64_t>()));
+        }
+        if (ids.empty()) throw bad_field(field, "is empty");
+        return ids;
+    };
+    if (input.is_string()) {
+        request.texts.push_back(input.get<std::string>());
+    } else if (input.is_array() && !input.empty() && input[0].is_number_integer()) {
+        request.token_lists.push_back(ids_of(input, "input"));
+    } else if (input.is_array() && !input.empty()) {
+        if (input.size() > max_embedding_inputs) throw bad_field("input", fmt::format("may hold at most {} inputs", max_embedding_inputs));
+        for (size_t i = 0; i < input.size(); ++i) {
+            const std::string field = fmt::format("input[{}]", i);
+            if (input[i].is_string()) request.texts.push_back(input[i].get<std::string>());
+            else if (input[i].is_array()) request.token_lists.push_back(ids_of(input[i], field));
+            else throw bad_field(field, "must be a string or an array of token ids");
+        }
+        if (!request.texts.empty() && !request.token_lists.empty())
+            throw bad_field("input", "must be all strings or all token-id arrays");
+    } else {
+        throw bad_field("input", "must be a string, an array of strings, or token ids");
+    }
+    for (size_t i = 0; i < request.texts.size(); ++i)
+        if (request.texts[i].empty()) throw bad_field(fmt::format("input[{}]", i), "is empty");
+    if (!member(body, "encoding_format").is_null()) {
+        const json& format = member(body, "encoding_format");
+        if (format != "float" && format != "base64") throw bad_field("encoding_format", "must be 'float' or 'base64'");
+        request.base64 = format == "base64";
+    }
+    if (!member(body, "dimensions").is_null()) throw bad_field("dimensions", "is not supported: vectors have the model's size");
+    return request;
+}
+
+namespace {
+
+std::string base64_of(std::span<const float> values) {
+    static constexpr std::string_view alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    std::vector<uint8_t> bytes(values.size() * 4);
+    for (size_t i = 0; i < values.size(); ++i) {
+        const uint32_t bits = std::bit_cast<uint32_t>(values[i]);
+        for (int b = 0; b < 4; ++b) bytes[i * 4 + size_t(b)] = uint8_t(bits >> (8 * b));  // little-endian
+    }
+    std::string text;
+    for (size_t i = 0; i < bytes.size(); i += 3) {
+        const uint32_t chunk = uint32_t(bytes[i]) << 16 | (i + 1 < bytes.size() ? uint32_t(bytes[i + 1]) << 8 : 0) |
+                               (i + 2 < bytes.size() ? uint32_t(bytes[i + 2]) : 0);
+        text += alphabet[chunk >> 18 & 63];
+        text += alphabet[chunk >> 12 & 63];
+        text += i + 1 < bytes.size() ? alphabet[chunk >> 6 & 63] : '=';
+        text += i + 2 < bytes.size() ? alphabet[chunk & 63] : '=';
+    }
+    return text;
+}
+
+}  // namespace
+
+nlohmann::ordered_json embedding_response(const std::string& model, const std::vector<std::vector<float>>& vectors, bool base64,
+                                          size_t prompt_tokens) {
+    json data = json::array();
+    for (size_t i = 0; i < vectors.size(); ++i)
+        data.push_back({{"object", "embedding"}, {"index", i}, {"embedding", base64 ? json(base64_of(vectors[i])) : json(vectors[i])}});
+    return {{"object", "list"}, {"data", std::move(data)}, {"model", model},
+            {"usage", {{"prompt_tokens", prompt_tokens}, {"total_tokens", prompt_tokens}}}};
+}
+
+std::string finish_reason(engine::FinishReason reason, bool called) {
     // A reply the server cut short (its context full, or the server stopping) reads as one cut by max_tokens.
-    return reason == engine::FinishReason::Length || reason == engine::FinishReason::Context ||
-                   reason == engine::FinishReason::Interrupted
-               ? "length"
-               : "stop";
+    if (reason == engine::FinishReason::Length || reason == engine::FinishReason::Context || reason == engine::FinishReason::Interrupted)
+        return "length";
+    return called ? "tool_calls" : "stop";
 }
 
 nlohmann::ordered_json usage(const engine::Completion& completion) {
@@ -296,12 +453,30 @@ json choice(const ResponseContext& context, json content, json finish, bool chun
     return c;
 }
 
+// [{id, type, function: {name, arguments}}]; a stream's deltas also number them.
+json tool_calls_json(const std::vector<ReplyCall>& calls, bool indexed) {
+    json list = json::array();
+    for (size_t i = 0; i < calls.size(); ++i) {
+        json call = indexed ? json{{"index", i}} : json::object();
+        call["id"] = calls[i].id;
+        call["type"] = "function";
+        call["function"] = {{"name", calls[i].name}, {"arguments", calls[i].arguments}};
+        list.push_back(std::move(call));
+    }
+    return list;
+}
+
 }  // namespace
 
-nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const engine::Completion& completion) {
+nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const std::vector<ReplyCall>& calls,
+                                     const engine::Completion& completion) {
     json body = envelope(context, false);
-    json content = context.endpoint == Endpoint::ChatCompletions ? json{{"role", "assistant"}, {"content", text}} : json(text);
-    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish), false)});
+    json content = text;
+    if (context.endpoint == Endpoint::ChatCompletions) {
+        content = {{"role", "assistant"}, {"content", text.empty() && !calls.empty() ? json() : json(text)}};
+        if (!calls.empty()) content["tool_calls"] = tool_calls_json(calls, false);
+    }
+    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish, !calls.empty()), false)});
     body["usage"] = usage(completion);
     return body;
 }
@@ -315,10 +490,18 @@ nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::str
     return body;
 }
 
-nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion) {
+nlohmann::ordered_json tool_calls_chunk(const ResponseContext& context, const std::vector<ReplyCall>& calls, bool first) {
+    json body = envelope(context, true);
+    json delta = first ? json{{"role", "assistant"}, {"content", nullptr}} : json::object();
+    delta["tool_calls"] = tool_calls_json(calls, true);
+    body["choices"] = json::array({choice(context, std::move(delta), nullptr, true)});
+    return body;
+}
+
+nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion, bool called) {
     json body = envelope(context, true);
     json content = context.endpoint == Endpoint::ChatCompletions ? json::object() : json("");
-    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish), true)});
+    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish, called), true)});
     return body;
 }
 

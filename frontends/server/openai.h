@@ -26,11 +26,19 @@ struct ApiError : std::runtime_error {
 
 enum class Endpoint { ChatCompletions, Completions };
 
+// OpenAI's tool_choice: whether the reply may (auto), must not (none) or must (required, or the one
+// named) call the tools.
+enum class ToolChoice { Auto, None, Required, Named };
+
 // What a completion request asks for, its prompt still to be rendered and tokenized.
 struct CompletionRequest {
     Endpoint endpoint = Endpoint::Completions;
     std::string model;                          // as the client named it; empty: not given
-    nlohmann::ordered_json messages;            // chat: [{role, content}] with image parts replaced by media markers
+    nlohmann::ordered_json messages;            // chat: [{role, content, tool_calls | tool_call_id}], image parts as media markers
+    nlohmann::ordered_json tools;               // chat: OpenAI's function tools, checked; null: none
+    ToolChoice tool_choice = ToolChoice::Auto;
+    std::string tool_name;                      // ToolChoice::Named: the function
+    bool parallel_tool_calls = true;
     std::string prompt;                         // completions: the text
     std::vector<int32_t> prompt_tokens;         // completions: token ids given in place of text
     std::vector<vision::Image> images;          // chat: decoded image_url data URIs, in order
@@ -57,6 +65,19 @@ constexpr int max_json_depth = 64;
 // Throws ApiError (400) naming the field that is missing, of the wrong type or out of range.
 CompletionRequest parse_request(Endpoint endpoint, const std::string& body, const ParseLimits& limits = {});
 
+// POST /v1/embeddings: {"input": a string, strings, token ids or lists of them, "encoding_format"}.
+struct EmbeddingRequest {
+    std::string model;
+    std::vector<std::string> texts;                 // either texts
+    std::vector<std::vector<int32_t>> token_lists;  // or token-id inputs, in order
+    bool base64 = false;                            // encoding_format "base64": little-endian float32
+};
+constexpr size_t max_embedding_inputs = 2048;
+EmbeddingRequest parse_embedding_request(const std::string& body);
+// {"object": "list", "data": [{"object": "embedding", "index", "embedding"}], "model", "usage"}.
+nlohmann::ordered_json embedding_response(const std::string& model, const std::vector<std::vector<float>>& vectors, bool base64,
+                                          size_t prompt_tokens);
+
 // The response objects. `id` is the completion's ("chatcmpl-..." / "cmpl-..."), `created` Unix seconds.
 struct ResponseContext {
     Endpoint endpoint;
@@ -64,13 +85,22 @@ struct ResponseContext {
     int64_t created;
 };
 
-std::string finish_reason(engine::FinishReason reason);  // OpenAI's: "stop" or "length"
+// A tool call of a reply, with the id the server gave it.
+struct ReplyCall {
+    std::string id, name, arguments;  // arguments: a JSON object as text
+};
+
+// OpenAI's: "stop", "length", or "tool_calls" for a reply that called tools.
+std::string finish_reason(engine::FinishReason reason, bool called = false);
 nlohmann::ordered_json usage(const engine::Completion& completion);
-nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const engine::Completion& completion);
+nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const std::vector<ReplyCall>& calls,
+                                     const engine::Completion& completion);
 // A stream chunk with new text; with `first` a chat chunk also carries the assistant role.
 nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::string& text, bool first);
+// A stream chunk with a reply's tool calls, each whole (delta.tool_calls).
+nlohmann::ordered_json tool_calls_chunk(const ResponseContext& context, const std::vector<ReplyCall>& calls, bool first);
 // The last chunk of a stream, with the finish reason (and no text).
-nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion);
+nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion, bool called = false);
 // The chunk stream_options.include_usage asks for after the last: no choices, the usage.
 nlohmann::ordered_json usage_chunk(const ResponseContext& context, const engine::Completion& completion);
 

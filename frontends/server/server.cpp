@@ -3,12 +3,15 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+#include <random>
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/thread_pool.hpp>
 #include <fmt/format.h>
 
 #include "chat/prompt.h"
+#include "chat/tool_calls.h"
+#include "engine/embeddings.h"
 #include "core/error.h"
 #include "openai.h"
 #include "vision/prompt.h"
@@ -59,6 +62,15 @@ size_t longest_piece(const tokenizer::Tokenizer& tokenizer) {
     return longest + 1;  // SPM's space prefix stands for no byte of the text
 }
 
+// "call_" and 24 letters and digits: unique enough, and alphanumeric at the end as Mistral's template asks.
+std::string new_call_id() {
+    static constexpr std::string_view alphabet = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    thread_local std::mt19937_64 random{std::random_device{}()};
+    std::string id = "call_";
+    for (int i = 0; i < 24; ++i) id += alphabet[random() % alphabet.size()];
+    return id;
+}
+
 }  // namespace
 
 // One request between the scheduler's thread, which produces its text, and the client's connection.
@@ -71,17 +83,32 @@ struct Exchange {
     std::string echo;  // completions with echo: the prompt's text, before the reply's
     std::string text;  // not streaming: the whole reply
     bool first = true;
+    // A chat with tools: the reply's calls are held back from its text and parsed at its end.
+    std::optional<chat::ReplySplitter> splitter;
 
     void begin_stream() { reply->begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}}); }
 
     bool on_text(std::string_view piece) {
+        const std::string shown = splitter ? splitter->push(piece) : std::string(piece);
         if (!stream) {
-            text += piece;
+            text += shown;
             return !reply->gone();
         }
-        begin_stream();
-        reply->write(sse_event(text_chunk(context, std::exchange(echo, {}) + std::string(piece), std::exchange(first, false))));
+        if (!shown.empty() || !echo.empty()) {
+            begin_stream();
+            reply->write(sse_event(text_chunk(context, std::exchange(echo, {}) + shown, std::exchange(first, false))));
+        }
         return !reply->gone();
+    }
+
+    // The calls the reply made, with ids; the text that was held back with them goes to `rest`.
+    std::vector<ReplyCall> calls(std::string& rest) {
+        if (!splitter) return {};
+        chat::ParsedReply parsed = splitter->finish();
+        rest = std::move(parsed.content);
+        std::vector<ReplyCall> calls;
+        for (chat::ToolCall& call : parsed.calls) calls.push_back({new_call_id(), std::move(call.name), std::move(call.arguments)});
+        return calls;
     }
 
     void on_done(const engine::Completion& done) {
@@ -94,8 +121,12 @@ struct Exchange {
             failed += 1;
             reply->write(sse_event(ApiError(503, "the server stopped before the request started", "server_error").body()));
         } else {
-            if (!echo.empty()) reply->write(sse_event(text_chunk(context, std::exchange(echo, {}), std::exchange(first, false))));
-            reply->write(sse_event(final_chunk(context, done)));
+            std::string rest;
+            const std::vector<ReplyCall> made = calls(rest);
+            rest = std::exchange(echo, {}) + rest;
+            if (!rest.empty()) reply->write(sse_event(text_chunk(context, rest, std::exchange(first, false))));
+            if (!made.empty()) reply->write(sse_event(tool_calls_chunk(context, made, std::exchange(first, false))));
+            reply->write(sse_event(final_chunk(context, done, !made.empty())));
             if (include_usage) reply->write(sse_event(usage_chunk(context, done)));
         }
         reply->write("data: [DONE]\n\n");
@@ -107,7 +138,9 @@ struct Exchange {
         if (!done.error.empty()) return send_json(*reply, 500, ApiError(500, done.error, "server_error").body());
         if (done.finish == engine::FinishReason::Cancelled)
             return send_json(*reply, 503, ApiError(503, "the server stopped before the request started", "server_error").body());
-        send_json(*reply, 200, response_body(context, echo + text, done));
+        std::string rest;
+        const std::vector<ReplyCall> made = calls(rest);
+        send_json(*reply, 200, response_body(context, echo + text + rest, made, done));
     }
 
     // An exception here (memory, a bug) must not reach the scheduler's thread, which serves every
@@ -146,20 +179,26 @@ struct Exchange {
 
 struct Server::Impl {
     engine::Engine& engine;
-    engine::Scheduler& scheduler;
+    engine::Scheduler* scheduler;               // null: an embeddings server
+    std::optional<engine::Embedder> embedder;   // an embeddings server's
+    std::mutex embedding;                       // the embedder's session: one request at a time
     ServerOptions options;
     http::Server http;
     boost::asio::thread_pool request_threads;
     const size_t longest_piece;
-    std::atomic<uint64_t> next_id{1}, rejected{0}, failed{0};
+    const chat::ToolFormat tool_format;
+    std::atomic<uint64_t> next_id{1}, rejected{0}, failed{0}, embedded{0};
     std::atomic<bool> shutting_down{false};
 
-    Impl(engine::Engine& engine, engine::Scheduler& scheduler, ServerOptions server_options)
+    Impl(engine::Engine& engine, engine::Scheduler* scheduler, ServerOptions server_options)
         : engine(engine), scheduler(scheduler), options(std::move(server_options)),
           http(http_options(options), [this](http::Request&& request, std::shared_ptr<http::Reply> reply) {
               route(std::move(request), std::move(reply));
           }),
-          request_threads(std::max(1u, options.request_threads)), longest_piece(server::longest_piece(engine.tokenizer())) {}
+          request_threads(std::max(1u, options.request_threads)), longest_piece(server::longest_piece(engine.tokenizer())),
+          tool_format(chat::tool_format(engine.chat_template())) {
+        if (!scheduler) embedder.emplace(engine);
+    }
 
     static http::ServerOptions http_options(const ServerOptions& options) {
         return {.limits = options.limits,
@@ -198,20 +237,57 @@ struct Server::Impl {
         std::optional<Endpoint> endpoint;
         if (path == "/v1/chat/completions" || path == "/chat/completions") endpoint = Endpoint::ChatCompletions;
         if (path == "/v1/completions" || path == "/completions") endpoint = Endpoint::Completions;
-        if (!endpoint)
-            return refuse(*reply, ApiError(404, fmt::format("no such route '{}': see GET /v1/models, POST /v1/chat/completions and "
-                                                            "POST /v1/completions", path),
+        const bool embeddings = path == "/v1/embeddings" || path == "/embeddings";
+        if (!endpoint && !embeddings)
+            return refuse(*reply, ApiError(404, fmt::format("no such route '{}': see GET /v1/models, POST /v1/chat/completions, "
+                                                            "POST /v1/completions and POST /v1/embeddings", path),
                                            "invalid_request_error", "not_found"));
         if (!post) return wrong_method(*reply, "POST");
-        boost::asio::post(request_threads, [this, endpoint = *endpoint, body = std::move(request.body), reply]() mutable {
+        if (embeddings != !scheduler)
+            return refuse(*reply, ApiError(501, embeddings ? "this server runs completions: start it with --embeddings to serve embeddings"
+                                                           : "this server serves embeddings only (an encoder model, or --embeddings)",
+                                           "invalid_request_error", "not_supported"));
+        boost::asio::post(request_threads, [this, endpoint, body = std::move(request.body), reply]() mutable {
             try {
-                complete(endpoint, body, reply);
+                if (endpoint) complete(*endpoint, body, reply);
+                else embed(body, *reply);
             } catch (const ApiError& error) {
                 refuse(*reply, error);
             } catch (const std::exception& error) {
                 refuse(*reply, ApiError(500, fmt::format("the request failed: {}", error.what()), "server_error"));
             }
         });
+    }
+
+    // On a request thread: the inputs tokenized, then embedded one request at a time.
+    void embed(const std::string& body, http::Reply& reply) {
+        EmbeddingRequest request = parse_embedding_request(body);
+        if (!request.model.empty() && request.model != options.model_id) throw model_not_found(request.model);
+        std::vector<std::vector<int32_t>> inputs = std::move(request.token_lists);
+        for (const std::string& text : request.texts) {
+            check_prompt_bytes(text.size(), "input");
+            inputs.push_back(embedder->tokenize(text));
+        }
+        size_t n_tokens = 0;
+        for (const auto& input : inputs) {
+            n_tokens += input.size();
+            for (int32_t id : input)
+                if (uint32_t(id) >= engine.info().n_vocab)
+                    throw ApiError(400, fmt::format("token id {} is outside the vocabulary of {}", id, engine.info().n_vocab),
+                                   "invalid_request_error", "invalid_value", "input");
+        }
+        std::vector<std::vector<float>> vectors;
+        {
+            std::lock_guard lock(embedding);
+            if (shutting_down) throw ApiError(503, "the server is shutting down", "server_error");
+            try {
+                vectors = embedder->embed(inputs);
+            } catch (const Error& error) {
+                throw ApiError(400, error.what(), "invalid_request_error", "invalid_value", "input");
+            }
+        }
+        embedded += 1;
+        send_json(reply, 200, embedding_response(options.model_id, vectors, request.base64, n_tokens));
     }
 
     void preflight(const http::Request& request, http::Reply& reply) {
@@ -246,12 +322,13 @@ struct Server::Impl {
     }
 
     std::string metrics() {
-        const engine::SchedulerMetrics m = scheduler.metrics();
+        const engine::SchedulerMetrics m = scheduler ? scheduler->metrics() : engine::SchedulerMetrics{};
         std::string text;
         auto metric = [&](const char* name, const char* type, const char* help, double value) {
             text += fmt::format("# HELP vkllm_{0} {1}\n# TYPE vkllm_{0} {2}\nvkllm_{0} {3}\n", name, help, type, value);
         };
         metric("requests_total", "counter", "Completion requests finished.", double(m.requests_finished));
+        metric("embedding_requests_total", "counter", "Embedding requests answered.", double(embedded.load()));
         metric("requests_rejected_total", "counter", "Requests answered with a 4xx error.", double(rejected.load()));
         metric("requests_failed_total", "counter", "Requests answered with a 5xx error (or an error event).", double(failed.load()));
         metric("http_connections", "gauge", "Open client connections.", double(http.connections()));
@@ -268,6 +345,10 @@ struct Server::Impl {
         metric("kv_cells_used", "gauge", "KV-cache cells holding tokens, all sequences.", double(m.cells_in_use));
         metric("kv_cells_total", "gauge", "KV-cache cells of all sequences.", double(m.cells_total));
         return text;
+    }
+
+    static bool calls_forced(const CompletionRequest& request) {
+        return request.tool_choice == ToolChoice::Required || request.tool_choice == ToolChoice::Named;
     }
 
     // The longest prompt text that may still fit the context (0: no bound).
@@ -304,11 +385,18 @@ struct Server::Impl {
         }
         std::string rendered;
         try {
-            rendered = engine.chat_template().render(request.messages, true);
+            if (request.tools.is_null()) {
+                rendered = engine.chat_template().render(request.messages, true);
+            } else {
+                const chat::ToolPrompt tools = chat::tool_prompt(tool_format, request.messages, request.tools);
+                rendered = engine.chat_template().render(tools.messages, true, {}, tools.variables);
+            }
         } catch (const Error& error) {
             throw ApiError(400, fmt::format("the chat template cannot render these messages: {}", error.what()),
                            "invalid_request_error", "invalid_value", "messages");
         }
+        // A reply that must call a tool starts with the call's opening, as if the model had written it.
+        if (calls_forced(request)) rendered += chat::call_opening(tool_format.syntax);
         check_prompt_bytes(rendered.size(), "messages");
         if (request.images.empty()) {
             prompt.prompt = chat::prompt_tokens(tokenizer, rendered);
@@ -355,13 +443,17 @@ struct Server::Impl {
         exchange->context = {endpoint, fmt::format("{}-{:x}", endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", next_id++),
                              options.model_id, int64_t(std::time(nullptr))};
         exchange->stream = request.stream;
+        if (!request.tools.is_null() && request.tool_choice != ToolChoice::None) {
+            exchange->splitter.emplace(tool_format.syntax);
+            if (calls_forced(request)) exchange->splitter->push(chat::call_opening(tool_format.syntax));
+        }
         exchange->include_usage = request.include_usage;
         if (request.echo)
             exchange->echo = request.prompt_tokens.empty() ? request.prompt
                                                            : engine.tokenizer().detokenize(request.prompt_tokens, false, true);
         bool queued = false;
         try {
-            queued = scheduler.submit(std::move(prompt), Exchange::listener(exchange));
+            queued = scheduler->submit(std::move(prompt), Exchange::listener(exchange));
         } catch (const Error& error) {
             throw ApiError(shutting_down ? 503 : 400, error.what(), shutting_down ? "server_error" : "invalid_request_error");
         }
@@ -371,7 +463,7 @@ struct Server::Impl {
     }
 };
 
-Server::Server(engine::Engine& engine, engine::Scheduler& scheduler, ServerOptions options)
+Server::Server(engine::Engine& engine, engine::Scheduler* scheduler, ServerOptions options)
     : impl_(std::make_unique<Impl>(engine, scheduler, std::move(options))) {}
 
 Server::~Server() { shutdown(); }
@@ -383,7 +475,7 @@ void Server::shutdown() {
     if (impl.shutting_down.exchange(true)) return;
     impl.http.stop_accepting();
     // Requests being parsed are refused by the stopped scheduler; those it runs end now, answered.
-    impl.scheduler.stop();
+    if (impl.scheduler) impl.scheduler->stop();
     impl.request_threads.join();
     impl.http.drain(std::chrono::seconds(5));
     impl.http.stop();

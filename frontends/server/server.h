@@ -1,7 +1,8 @@
 #pragma once
 // The HTTP front of `vkllm serve`: OpenAI's routes over the engine's scheduler.
 //   POST /v1/chat/completions, POST /v1/completions (stream: server-sent events), GET /v1/models,
-//   GET /v1/models/{id}, GET /health, GET /metrics (Prometheus text), OPTIONS (CORS preflight).
+//   GET /v1/models/{id}, GET /health, GET /metrics (Prometheus text), OPTIONS (CORS preflight);
+//   or, serving embeddings (an encoder, or --embeddings), POST /v1/embeddings in place of completions.
 // Every error is OpenAI's shape ({"error": {"message", "type", "code", "param"}}) with a 4xx/5xx status;
 // one client's bad request, slow connection or disconnect never touches the others' requests.
 // Requests are parsed, rendered and tokenized on a small pool of threads of their own, so neither the
@@ -29,7 +30,9 @@ struct ServerOptions {
 
 class Server {
 public:
-    Server(engine::Engine& engine, engine::Scheduler& scheduler, ServerOptions options);
+    // Completions run on `scheduler`; without one the server serves embeddings of the engine's model
+    // (its sequence 0), one request at a time.
+    Server(engine::Engine& engine, engine::Scheduler* scheduler, ServerOptions options);
     ~Server();
 
     // Binds the address and serves on threads of its own; throws vkllm::Error when it cannot bind.
@@ -37,7 +40,7 @@ public:
     int start();
     // Ends the requests in flight (streams get their last chunk, with finish_reason "length", and
     // [DONE]), answers the requests still arriving with 503, and returns once every answer is out
-    // (at most a few seconds) and the connections are closed. Stops the scheduler.
+    // (at most a few seconds) and the connections are closed. Stops the scheduler, if any.
     void shutdown();
 
 private:

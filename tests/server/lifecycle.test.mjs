@@ -1,16 +1,19 @@
 // `vkllm serve` processes of this file's own: a random-weight model whose output is any bytes,
-// a request deadline, and SIGTERM with streams in flight. run_openai_tests.sh sets VKLLM_BIN and
-// VKLLM_SOURCE_DIR.
+// a request deadline, SIGTERM with streams in flight, and an embeddings server of a BERT checked
+// against llama.cpp's vectors. run_openai_tests.sh sets VKLLM_BIN and VKLLM_SOURCE_DIR.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import OpenAI from 'openai';
 import { connect, request, ResponseReader, sseEvents, strictText } from './http_client.mjs';
 
 const vkllm = process.env.VKLLM_BIN;
-const stories = path.join(process.env.VKLLM_SOURCE_DIR, 'models', 'stories260K.gguf');
+const sourceDir = process.env.VKLLM_SOURCE_DIR;
+const stories = path.join(sourceDir, 'models', 'stories260K.gguf');
+const bertVocab = path.join(sourceDir, '..', 'shared', 'testdata', 'tokenizer', 'llamacpp', 'ggml-vocab-bert-bge.gguf');
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'vkllm-serve-'));
 process.on('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
 
@@ -125,4 +128,49 @@ test('SIGTERM during four streams: each ends with its last chunk and [DONE], and
   }
   const { code } = await server.exited;
   assert.equal(code, 0, server.log());
+});
+
+test('an embeddings server: 32 inputs in one request, float and base64, as llama.cpp embeds them', { skip: !fs.existsSync(bertVocab) && 'no ../shared' }, async () => {
+  // The BERT of tests/data/bert_embeddings, whose llama.cpp vectors mean.json holds.
+  const model = path.join(scratch, 'bert-mean.gguf');
+  execFileSync(vkllm, ['synth', '--arch', 'bert', '--preset', 'tiny', '--type', 'f32', '--seed', '1', '--pooling', 'mean',
+    '--vocab', bertVocab, '-o', model], { stdio: 'ignore' });
+  const reference = JSON.parse(fs.readFileSync(path.join(sourceDir, 'tests/data/bert_embeddings/mean.json'))).texts;
+  const server = await serve(['-m', model]);
+  try {
+    const client = new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
+    const inputs = Array.from({ length: 32 }, (_, i) => reference[i % reference.length].text);
+    const reply = await client.embeddings.create({ model: 'bert-mean', input: inputs, encoding_format: 'float' });
+    assert.equal(reply.data.length, 32);
+    assert.equal(reply.usage.prompt_tokens, inputs.reduce((n, _, i) => n + reference[i % reference.length].tokens.length, 0));
+    for (const [i, item] of reply.data.entries()) {
+      assert.equal(item.index, i);
+      const expected = reference[i % reference.length];
+      const norm = Math.hypot(...expected.embedding);
+      let dot = 0;
+      for (const [j, value] of item.embedding.entries()) {
+        const want = expected.embedding[j] / norm;  // llama.cpp's vectors come unnormalized
+        assert.ok(Math.abs(value - want) < 1e-3, `input ${i} value ${j}: ${value} vs ${want}`);
+        dot += value * want;
+      }
+      assert.ok(dot >= 0.9999, `input ${i}: cosine ${dot}`);
+    }
+    // The openai client asks for base64 by default and decodes it into the same floats.
+    const decoded = await client.embeddings.create({ model: 'bert-mean', input: inputs.slice(0, 3) });
+    for (let i = 0; i < 3; ++i) assert.deepEqual(decoded.data[i].embedding, reply.data[i].embedding);
+    const single = await client.embeddings.create({ model: 'bert-mean', input: reference[1].text, encoding_format: 'float' });
+    assert.deepEqual(single.data[0].embedding, reply.data[1].embedding);
+    const tokens = await client.embeddings.create({ model: 'bert-mean', input: [reference[2].tokens], encoding_format: 'float' });
+    assert.deepEqual(tokens.data[0].embedding, reply.data[2].embedding);
+    for (const [body, param] of [[{ input: [] }, 'input'], [{ input: [''] }, 'input[0]'], [{ input: 'x', encoding_format: 'hex' }, 'encoding_format'],
+      [{ input: 'x', dimensions: 8 }, 'dimensions'], [{ input: [[1, -2]] }, 'input[0]']]) {
+      const refused = await post(server.address, '/v1/embeddings', body);
+      assert.equal(refused.status, 400, JSON.stringify(body));
+      assert.equal(JSON.parse(refused.body).error.param, param);
+    }
+    const completion = await post(server.address, '/v1/completions', { prompt: 'x' });
+    assert.equal(completion.status, 501);
+  } finally {
+    await stop(server);
+  }
 });

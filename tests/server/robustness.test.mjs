@@ -160,6 +160,13 @@ test('CORS: a preflight is answered and every response allows any origin', async
   assert.equal(models.headers.get('access-control-allow-origin'), '*');
 });
 
+test('a completions server answers /v1/embeddings with 501, naming --embeddings', async () => {
+  const reply = await fetch(`${baseURL}/embeddings`, { method: 'POST', headers: { ...auth, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ model, input: 'x' }) });
+  assert.equal(reply.status, 501);
+  assert.match((await reply.json()).error.message, /--embeddings/);
+});
+
 test('GET /v1/models/{id} retrieves the served model; another id is a 404', async () => {
   const retrieved = await client.models.retrieve(model);
   assert.equal(retrieved.id, model);
