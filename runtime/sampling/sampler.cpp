@@ -51,7 +51,7 @@ void apply_penalties(std::span<float> logits, std::span<const TokenId> recent, c
     }
 }
 
-void validate(const SamplerParams& p, const ParamNames& names) {
+void validate(const SamplerParams& p, const ParamNames& names, size_t n_vocab) {
     if (!std::isfinite(p.temperature) || p.temperature < 0)
         fail("{} must be a finite number of at least 0 (0 always picks the most likely token), not {}",
              names.temperature, p.temperature);
@@ -68,6 +68,14 @@ void validate(const SamplerParams& p, const ParamNames& names) {
         fail("{} must be a finite number (0 turns it off), not {}", names.presence_penalty, p.presence_penalty);
     if (p.penalty_last_n < -1)
         fail("{} must be at least -1 (-1: every token so far, 0: off), not {}", names.penalty_last_n, p.penalty_last_n);
+    for (const auto& [id, bias] : p.logit_bias) {
+        if (std::isnan(bias) || bias == INFINITY)
+            fail("{} for token {} must be a number (-100 or below bans it), not {}", names.logit_bias, id, bias);
+        if (id < 0 || (n_vocab && size_t(id) >= n_vocab))
+            fail("{} names token {}, outside the vocabulary of {} tokens", names.logit_bias, id, n_vocab);
+    }
+    if (p.top_logprobs < -1 || p.top_logprobs > max_top_logprobs)
+        fail("{} must be between 0 and {} (or -1: off), not {}", names.top_logprobs, max_top_logprobs, p.top_logprobs);
 }
 
 uint64_t random_seed() {
@@ -75,7 +83,13 @@ uint64_t random_seed() {
     return (uint64_t(entropy()) << 32) | entropy();
 }
 
-Sampler::Sampler(const SamplerParams& params) : params_(params), rng_(params.seed) {}
+Sampler::Sampler(const SamplerParams& params, std::shared_ptr<const TokenTable> tokens)
+    : params_(params), rng_(params.seed) {
+    if (params_.grammar) {
+        if (!tokens) fail("sampling: a grammar needs the vocabulary's token table");
+        grammar_ = std::make_unique<GrammarMatcher>(params_.grammar, std::move(tokens));
+    }
+}
 
 void Sampler::accept(TokenId token) {
     if (params_.penalty_last_n == 0) return;
@@ -86,19 +100,52 @@ void Sampler::accept(TokenId token) {
 void Sampler::reset() {
     recent_.clear();
     rng_ = Rng(params_.seed);
+    restart_grammar();
 }
 
-// top-k, top-p and min-p on the untempered distribution, as llama.cpp's chain runs them before
-// its temperature step. Leaves the survivors sorted by descending logit; always keeps one.
-void Sampler::truncate(std::vector<Candidate>& candidates) const {
-    const auto by_logit = [](const Candidate& a, const Candidate& b) {
-        return a.logit > b.logit || (a.logit == b.logit && a.id < b.id);
-    };
+void Sampler::restart_grammar() {
+    if (grammar_) grammar_->reset();
+}
+
+// One pass for the maximum and the top alternatives, one for the sum, in double precision.
+void Sampler::measure_logprobs(std::span<const float> logits) {
+    const size_t n_top = size_t(params_.top_logprobs);
+    std::vector<TokenLogprob>& top = logprobs_.top;
+    top.clear();
+    double max = -INFINITY;
+    for (size_t i = 0; i < logits.size(); ++i) {
+        const double x = std::isnan(logits[i]) ? -INFINITY : double(logits[i]);
+        max = std::max(max, x);
+        if (top.size() == n_top && (n_top == 0 || x <= top.back().logprob)) continue;
+        auto at = std::ranges::upper_bound(top, x, std::greater<>(), &TokenLogprob::logprob);
+        top.insert(at, {TokenId(i), x});
+        if (top.size() > n_top) top.pop_back();
+    }
+    double sum = 0;
+    for (float logit : logits)
+        if (!std::isnan(logit)) sum += std::exp(double(logit) - max);
+    log_total_ = max + std::log(sum);
+    for (TokenLogprob& entry : top) entry.logprob = max == -INFINITY ? -INFINITY : entry.logprob - log_total_;
+}
+
+bool Sampler::greedy() const { return params_.temperature <= 0 || scratch_[size_t(argmax(scratch_))] == -INFINITY; }
+
+bool Sampler::by_logit(const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
+
+void Sampler::top_k(std::vector<Candidate>& candidates) const {
+    candidates.resize(scratch_.size());
+    for (size_t i = 0; i < scratch_.size(); ++i) candidates[i] = {TokenId(i), scratch_[i]};
     size_t keep = candidates.size();
     if (params_.top_k > 0) keep = std::min(keep, size_t(params_.top_k));
     std::partial_sort(candidates.begin(), candidates.begin() + ptrdiff_t(keep), candidates.end(), by_logit);
     candidates.resize(keep);
+    // Tokens without probability (banned, NaN) never count, so neither can the draw's rounding pick one.
+    while (candidates.size() > 1 && candidates.back().logit == -INFINITY) candidates.pop_back();
+}
 
+// top-p and min-p on the untempered distribution of the top-k survivors, as llama.cpp's chain runs
+// them before its temperature step, then the draw. Always keeps one.
+TokenId Sampler::draw(std::vector<Candidate>& candidates) {
     const float max_logit = candidates.front().logit;
     std::vector<double> probs(candidates.size());
     double total = 0;
@@ -119,38 +166,86 @@ void Sampler::truncate(std::vector<Candidate>& candidates) const {
         while (i < candidates.size() && double(candidates[i].logit) >= threshold) ++i;
         candidates.resize(i);
     }
+    double weights_total = 0;
+    for (size_t i = 0; i < candidates.size(); ++i)
+        weights_total += probs[i] = std::exp(double(candidates[i].logit - max_logit) / params_.temperature);
+    const double target = rng_.uniform() * weights_total;
+    double cumulative = 0;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        cumulative += probs[i];
+        if (target < cumulative) return candidates[i].id;
+    }
+    return candidates.back().id;  // reached only through rounding at the very top
+}
+
+TokenId Sampler::pick() {
+    if (greedy()) return argmax(scratch_);
+    top_k(candidates_);
+    return draw(candidates_);
+}
+
+// The lazy check: candidates in logit order, each checked alone, until `k` the grammar allows are
+// found; those are then exactly the top k of the masked vocabulary. False once the budget of checks
+// is spent (few tokens fit the grammar here: the trie walk is cheaper) or nothing is left.
+bool Sampler::top_k_allowed(size_t k, std::vector<Candidate>& allowed) {
+    const size_t budget = std::max<size_t>(256, 4 * k);
+    candidates_.resize(scratch_.size());
+    for (size_t i = 0; i < scratch_.size(); ++i) candidates_[i] = {TokenId(i), scratch_[i]};
+    allowed.clear();
+    for (size_t sorted = 0; allowed.size() < k;) {
+        if (sorted == candidates_.size()) return !allowed.empty();  // every token checked: fewer than k fit
+        if (sorted >= budget) return false;
+        const size_t end = std::min(candidates_.size(), sorted + std::max<size_t>(sorted, 64));
+        std::partial_sort(candidates_.begin() + ptrdiff_t(sorted), candidates_.begin() + ptrdiff_t(end), candidates_.end(), by_logit);
+        for (; sorted < end && allowed.size() < k; ++sorted) {
+            const Candidate& c = candidates_[sorted];
+            if (c.logit == -INFINITY) return !allowed.empty();  // the rest have no probability: never kept
+            if (grammar_->allows(c.id)) allowed.push_back(c);
+        }
+    }
+    return true;
+}
+
+TokenId Sampler::pick_allowed() {
+    constexpr size_t lazy_top_k_limit = 256;  // beyond it, one trie walk costs less than token walks
+    const bool greedy_pick = greedy();
+    const size_t k = greedy_pick ? 1 : size_t(params_.top_k);
+    if (params_.grammar_lazy && k > 0 && k <= lazy_top_k_limit && top_k_allowed(k, allowed_)) {
+        ++grammar_stats_.lazy;
+        return greedy_pick ? allowed_.front().id : draw(allowed_);
+    }
+    ++grammar_stats_.masked;
+    const std::vector<uint64_t>& allowed = grammar_->allowed_tokens();
+    const size_t n_table = std::min(scratch_.size(), allowed.size() * 64);
+    for (size_t i = 0; i < n_table; ++i)
+        if (!((allowed[i >> 6] >> (i & 63)) & 1)) scratch_[i] = -INFINITY;
+    std::fill(scratch_.begin() + ptrdiff_t(n_table), scratch_.end(), -INFINITY);  // ids the tokenizer does not have
+    if (scratch_[size_t(argmax(scratch_))] == -INFINITY)
+        fail("sampling: no token the grammar allows here has a finite logit (the vocabulary cannot continue the "
+             "grammar, or logit_bias bans what could)");
+    return pick();
 }
 
 TokenId Sampler::sample(std::span<const float> logits) {
     if (logits.empty()) fail("sampling: empty logits");
+    if (params_.top_logprobs >= 0) measure_logprobs(logits);
     scratch_.assign(logits.begin(), logits.end());
     for (float& logit : scratch_)
         if (std::isnan(logit)) logit = -INFINITY;  // a NaN must not break the ordering below
+    for (const auto& [id, bias] : params_.logit_bias) {
+        if (id < 0 || size_t(id) >= scratch_.size())
+            fail("logit_bias names token {}, outside the vocabulary of {} tokens", id, scratch_.size());
+        scratch_[size_t(id)] = bias <= -100.0f ? -INFINITY : scratch_[size_t(id)] + bias;
+    }
     if (!recent_.empty()) {
         const std::vector<TokenId> window(recent_.begin(), recent_.end());
         apply_penalties(scratch_, window, params_);
     }
-    TokenId chosen;
-    if (params_.temperature <= 0 || scratch_[size_t(argmax(scratch_))] == -INFINITY) {
-        chosen = argmax(scratch_);
-    } else {
-        std::vector<Candidate> candidates(scratch_.size());
-        for (size_t i = 0; i < scratch_.size(); ++i) candidates[i] = {TokenId(i), scratch_[i]};
-        truncate(candidates);
-        std::vector<double> weights(candidates.size());
-        double total = 0;
-        for (size_t i = 0; i < candidates.size(); ++i)
-            total += weights[i] = std::exp(double(candidates[i].logit - candidates.front().logit) / params_.temperature);
-        const double target = rng_.uniform() * total;
-        double cumulative = 0;
-        chosen = candidates.back().id;  // reached only through rounding at the very top
-        for (size_t i = 0; i < candidates.size(); ++i) {
-            cumulative += weights[i];
-            if (target < cumulative) {
-                chosen = candidates[i].id;
-                break;
-            }
-        }
+    const TokenId chosen = grammar_ ? pick_allowed() : pick();
+    if (grammar_) grammar_->accept(chosen);
+    if (params_.top_logprobs >= 0) {
+        const float logit = logits[size_t(chosen)];
+        logprobs_.sampled = {chosen, std::isnan(logit) || log_total_ == -INFINITY ? -INFINITY : double(logit) - log_total_};
     }
     accept(chosen);
     return chosen;

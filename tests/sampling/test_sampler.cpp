@@ -3,8 +3,10 @@
 // penalties match llama.cpp's arithmetic, and a seed reproduces its sequence.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
+#include <tuple>
 
 #include "core/error.h"
 #include "sampling/sampler.h"
@@ -199,4 +201,198 @@ TEST_CASE("validate refuses each out-of-range value with one sentence naming it"
     CHECK(error_of([](SamplerParams& p) { p.frequency_penalty = NAN; }).starts_with("frequency_penalty"));
     CHECK(error_of([](SamplerParams& p) { p.presence_penalty = -INFINITY; }).starts_with("presence_penalty"));
     CHECK(error_of([](SamplerParams& p) { p.penalty_last_n = -2; }).starts_with("repeat_last_n must be at least -1"));
+}
+
+namespace {
+
+// Each single character of "{}[]:,\" ab01" and some multi-character pieces; 0 ends generation, 1 is
+// a control token.
+std::shared_ptr<const TokenTable> small_vocabulary() {
+    std::vector<std::string> pieces = {"<eos>", "<ctl>"};
+    for (char c : std::string_view("{}[]:,\" ab01")) pieces.emplace_back(1, c);
+    for (const char* piece : {"{\"", "\":", "\",", "ab", "\"a\"", "10", "[1", "0]", "}\"", " \""}) pieces.emplace_back(piece);
+    std::vector<TokenTable::Kind> kinds(pieces.size(), TokenTable::Kind::Text);
+    kinds[0] = TokenTable::Kind::End;
+    kinds[1] = TokenTable::Kind::Special;
+    return std::make_shared<TokenTable>(std::move(pieces), std::move(kinds));
+}
+
+constexpr std::string_view small_json = R"(root ::= "{" ws (pair ("," ws pair)*)? "}"
+pair ::= str ":" ws (str | num | list) ws
+list ::= "[" ws (num ("," ws num)*)? "]"
+str ::= "\"" [ab ]* "\""
+num ::= "0" | "1" [01]*
+ws ::= " "?
+)";
+
+// Samples `n` tokens (restarting the grammar after an end token), logits drawn from `seed`.
+std::vector<TokenId> constrained_run(SamplerParams params, const std::shared_ptr<const TokenTable>& table, uint64_t seed, int n,
+                                     Sampler::GrammarStats* stats = nullptr) {
+    Sampler sampler(params, table);
+    Rng rng(seed);
+    std::vector<TokenId> out;
+    std::vector<float> logits(table->size());
+    for (int i = 0; i < n; ++i) {
+        for (float& x : logits) x = float(rng.uniform() * 8 - 4);
+        out.push_back(sampler.sample(logits));
+        if (out.back() == 0) sampler.restart_grammar();
+    }
+    if (stats) *stats = sampler.grammar_stats();
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("the lazy grammar check gives exactly the tokens of masking first") {
+    const auto table = small_vocabulary();
+    const auto grammar = Grammar::parse(small_json);
+    uint64_t lazy = 0, full = 0;
+    for (const auto& [temperature, top_k, top_p, min_p] : {std::tuple{0.0f, 40, 1.0f, 0.0f}, std::tuple{1.0f, 5, 1.0f, 0.0f},
+                                                           std::tuple{0.7f, 12, 0.9f, 0.05f}, std::tuple{1.5f, 3, 0.5f, 0.2f},
+                                                           std::tuple{1.0f, 0, 0.95f, 0.0f}}) {
+        for (uint64_t seed = 1; seed <= 20; ++seed) {
+            SamplerParams params = plain(seed);
+            params.temperature = temperature;
+            params.top_k = top_k;
+            params.top_p = top_p;
+            params.min_p = min_p;
+            params.grammar = grammar;
+            SamplerParams masked = params;
+            masked.grammar_lazy = false;
+            Sampler::GrammarStats stats;
+            CHECK(constrained_run(params, table, seed, 300, &stats) == constrained_run(masked, table, seed, 300));
+            lazy += stats.lazy;
+            full += stats.masked;
+        }
+    }
+    // Both paths ran: the comparison covers tokens the lazy check settled and those it sent to the mask.
+    CHECK(lazy > 1000);
+    CHECK(full > 1000);
+}
+
+TEST_CASE("under a grammar: only its text, end tokens only where it is complete, never control tokens") {
+    const auto table = small_vocabulary();
+    SamplerParams params = plain(3);
+    params.grammar = Grammar::parse(small_json);
+    params.top_k = 8;
+    for (uint64_t seed = 0; seed < 30; ++seed) {
+        params.seed = seed;
+        Sampler sampler(params, table);
+        GrammarMatcher reference(params.grammar, table);
+        Rng rng(seed);
+        std::vector<float> logits(table->size());
+        for (int i = 0; i < 200; ++i) {
+            for (float& x : logits) x = float(rng.uniform() * 4);
+            logits[0] += 1.0f;  // the end token is likely wherever it is allowed
+            logits[1] = 50.0f;  // the control token most likely of all
+            const TokenId id = sampler.sample(logits);
+            REQUIRE(id != 1);
+            REQUIRE(reference.allows(id));
+            if (id == 0) {
+                CHECK(reference.can_end());
+                break;
+            }
+            reference.accept(id);
+        }
+    }
+    // Logits for fewer tokens than the model's row: the ids past the tokenizer's vocabulary are never picked.
+    Sampler sampler(params, table);
+    std::vector<float> wide(table->size() + 5, 0.0f);
+    wide.back() = 100.0f;
+    CHECK(sampler.sample(wide) < TokenId(table->size()));
+    // A grammar no token can continue fails with one sentence rather than picking anything.
+    SamplerParams dead = plain(1);
+    dead.grammar = Grammar::parse("root ::= \"z\"");
+    CHECK_THROWS_WITH_AS(Sampler(dead, table).sample(std::vector<float>(table->size(), 0.0f)),
+                         doctest::Contains("no token the grammar allows here has a finite logit"), vkllm::Error);
+    CHECK_THROWS_WITH_AS(Sampler{dead}, "sampling: a grammar needs the vocabulary's token table", vkllm::Error);
+}
+
+TEST_CASE("logit_bias adds to the raw logits; -100 and below ban") {
+    const std::vector<float> row = {1.0f, 3.0f, 2.0f, 0.0f};
+    SamplerParams greedy;
+    greedy.temperature = 0.0f;
+    greedy.penalty_last_n = 0;
+    greedy.logit_bias = {{3, 2.5f}};
+    CHECK(Sampler(greedy).sample(row) == 1);
+    greedy.logit_bias = {{3, 3.5f}};
+    CHECK(Sampler(greedy).sample(row) == 3);
+    greedy.logit_bias = {{1, -100.0f}};
+    CHECK(Sampler(greedy).sample(row) == 2);
+    greedy.logit_bias = {{1, -INFINITY}, {2, -150.0f}};
+    CHECK(Sampler(greedy).sample(row) == 0);
+    greedy.logit_bias = {{3, 1.0f}, {3, 1.5f}};  // both count
+    CHECK(Sampler(greedy).sample(row) == 1);
+    // A banned token is never drawn, however likely.
+    SamplerParams params = plain(9);
+    params.logit_bias = {{0, -100.0f}};
+    const std::vector<float> logits = log_probs({0.9, 0.05, 0.05});
+    CHECK(chi_square(draw(params, logits, n_draws), {0, 0.5, 0.5}, n_draws) < chi2_df1);
+    // Under a grammar, a ban sends the draw to the next token the grammar allows.
+    const auto table = small_vocabulary();
+    SamplerParams constrained = plain(1);
+    constrained.temperature = 0.0f;
+    constrained.grammar = Grammar::parse("root ::= \"ab\" | \"a\" \"b\"");
+    TokenId ab = 0;
+    while (table->piece(ab) != "ab") ++ab;
+    std::vector<float> vocab_row(table->size(), 0.0f);
+    vocab_row[size_t(ab)] = 5.0f;
+    CHECK(Sampler(constrained, table).sample(vocab_row) == ab);
+    constrained.logit_bias = {{ab, -100.0f}};
+    CHECK(table->piece(Sampler(constrained, table).sample(vocab_row)) == "a");
+    // Out of range.
+    greedy.logit_bias = {{4, 1.0f}};
+    CHECK_THROWS_WITH_AS(Sampler(greedy).sample(row), "logit_bias names token 4, outside the vocabulary of 4 tokens", vkllm::Error);
+    CHECK_THROWS_WITH_AS(validate(greedy, {}, 4), "logit_bias names token 4, outside the vocabulary of 4 tokens", vkllm::Error);
+    greedy.logit_bias = {{0, NAN}};
+    CHECK_THROWS_WITH_AS(validate(greedy), "logit_bias for token 0 must be a number (-100 or below bans it), not nan", vkllm::Error);
+    greedy.logit_bias = {{0, INFINITY}};
+    CHECK_THROWS_AS(validate(greedy), vkllm::Error);
+}
+
+TEST_CASE("logprobs are the double-precision log-softmax of the raw logits, with the top alternatives") {
+    Rng rng(17);
+    std::vector<float> logits(5000);
+    for (int round = 0; round < 20; ++round) {
+        for (float& x : logits) x = float(rng.uniform() * 30 - 15);
+        logits[7] = -INFINITY;
+        logits[11] = NAN;
+        logits[20] = logits[21] = 16.0f;  // a tie: the lower id comes first
+        SamplerParams params = plain(uint64_t(round));
+        params.temperature = 0.7f;
+        params.top_k = 10;
+        params.repeat_penalty = 1.3f;
+        params.penalty_last_n = 8;
+        params.logit_bias = {{20, -2.0f}};  // none of these change the reported distribution
+        params.top_logprobs = 20;
+        Sampler sampler(params);
+        sampler.accept(21);
+        const TokenId id = sampler.sample(logits);
+        double max = -INFINITY, sum = 0;
+        for (float x : logits)
+            if (!std::isnan(x)) max = std::max(max, double(x));
+        for (float x : logits)
+            if (!std::isnan(x)) sum += std::exp(double(x) - max);
+        const double log_total = max + std::log(sum);
+        const TokenLogprobs& lp = sampler.logprobs();
+        CHECK(lp.sampled.id == id);
+        CHECK(std::abs(lp.sampled.logprob - (double(logits[size_t(id)]) - log_total)) < 1e-12);
+        REQUIRE(lp.top.size() == 20);
+        CHECK(lp.top[0].id == 20);
+        CHECK(lp.top[1].id == 21);
+        std::vector<float> sorted = logits;
+        std::erase_if(sorted, [](float x) { return std::isnan(x); });
+        std::ranges::sort(sorted, std::greater<>());
+        for (size_t i = 0; i < lp.top.size(); ++i) {
+            CHECK(std::abs(lp.top[i].logprob - (double(sorted[i]) - log_total)) < 1e-12);
+            CHECK(logits[size_t(lp.top[i].id)] == sorted[i]);
+        }
+    }
+    // Off by default: nothing is measured.
+    Sampler quiet(plain(1));
+    quiet.sample(logits);
+    CHECK(quiet.logprobs().top.empty());
+    SamplerParams bad = plain(1);
+    bad.top_logprobs = 21;
+    CHECK_THROWS_WITH_AS(validate(bad), "top_logprobs must be between 0 and 20 (or -1: off), not 21", vkllm::Error);
 }
