@@ -215,13 +215,18 @@ void GrammarMatcher::walk_trie(uint32_t trie_node, std::span<const uint32_t> sta
     }
 }
 
-const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() {
-    if (!tokens_) fail("grammar matcher: token calls need a token table");
+const std::vector<uint64_t>* GrammarMatcher::cached_mask() {
     for (CachedMask& mask : masks_)
         if (mask.partial == partial_ && mask.stacks == stacks_) {
             mask.used = ++mask_clock_;
-            return mask.bits;
+            return &mask.bits;
         }
+    return nullptr;
+}
+
+const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() {
+    if (!tokens_) fail("grammar matcher: token calls need a token table");
+    if (const std::vector<uint64_t>* cached = cached_mask()) return *cached;
     if (masks_.size() < mask_cache_size) masks_.emplace_back();
     CachedMask& mask = masks_.size() < mask_cache_size ? masks_.back()
                                                         : *std::ranges::min_element(masks_, {}, &CachedMask::used);

@@ -44,6 +44,8 @@ public:
     // A bit per token of the table, set where allows() would say yes: one walk of the trie, cached
     // per state. The reference lives until the next call.
     const std::vector<uint64_t>& allowed_tokens();
+    // The same when this state's mask is cached already; null otherwise (nothing is computed).
+    const std::vector<uint64_t>* cached_mask();
     // Advances over a token the grammar allows (an end token changes nothing). Throws otherwise.
     void accept(TokenId id);
 

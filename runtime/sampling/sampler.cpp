@@ -1,6 +1,7 @@
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <random>
 #include <unordered_map>
@@ -185,45 +186,52 @@ TokenId Sampler::pick() {
 }
 
 // The lazy check: candidates in logit order, each checked alone, until `k` the grammar allows are
-// found; those are then exactly the top k of the masked vocabulary. False once the budget of checks
-// is spent (few tokens fit the grammar here: the trie walk is cheaper) or nothing is left.
+// found; those are then exactly the top k of the masked vocabulary. False when few tokens fit here
+// (the checks so far project past a budget: one trie walk costs less, and is cached for this state).
 bool Sampler::top_k_allowed(size_t k, std::vector<Candidate>& allowed) {
-    const size_t budget = std::max<size_t>(256, 4 * k);
+    const size_t budget = std::min(scratch_.size(), std::max<size_t>(256, 4 * k));
     candidates_.resize(scratch_.size());
     for (size_t i = 0; i < scratch_.size(); ++i) candidates_[i] = {TokenId(i), scratch_[i]};
+    std::partial_sort(candidates_.begin(), candidates_.begin() + ptrdiff_t(budget), candidates_.end(), by_logit);
     allowed.clear();
-    for (size_t sorted = 0; allowed.size() < k;) {
-        if (sorted == candidates_.size()) return !allowed.empty();  // every token checked: fewer than k fit
-        if (sorted >= budget) return false;
-        const size_t end = std::min(candidates_.size(), sorted + std::max<size_t>(sorted, 64));
-        std::partial_sort(candidates_.begin() + ptrdiff_t(sorted), candidates_.begin() + ptrdiff_t(end), candidates_.end(), by_logit);
-        for (; sorted < end && allowed.size() < k; ++sorted) {
-            const Candidate& c = candidates_[sorted];
-            if (c.logit == -INFINITY) return !allowed.empty();  // the rest have no probability: never kept
-            if (grammar_->allows(c.id)) allowed.push_back(c);
+    for (size_t i = 0; i < budget; ++i) {
+        const Candidate& c = candidates_[i];
+        if (c.logit == -INFINITY) return !allowed.empty();  // the rest have no probability: never kept
+        if (grammar_->allows(c.id)) {
+            allowed.push_back(c);
+            if (allowed.size() == k) return true;
         }
+        if ((i + 1) % 32 == 0 && allowed.size() * budget < k * (i + 1)) return false;
     }
-    return true;
+    return budget == scratch_.size() && !allowed.empty();  // every token checked: fewer than k fit
 }
 
 TokenId Sampler::pick_allowed() {
     constexpr size_t lazy_top_k_limit = 256;  // beyond it, one trie walk costs less than token walks
-    const bool greedy_pick = greedy();
+    const bool greedy_pick = params_.temperature <= 0;
     const size_t k = greedy_pick ? 1 : size_t(params_.top_k);
-    if (params_.grammar_lazy && k > 0 && k <= lazy_top_k_limit && top_k_allowed(k, allowed_)) {
+    const std::vector<uint64_t>* mask = grammar_->cached_mask();
+    if (!mask && params_.grammar_lazy && k > 0 && k <= lazy_top_k_limit && top_k_allowed(k, allowed_)) {
         ++grammar_stats_.lazy;
         return greedy_pick ? allowed_.front().id : draw(allowed_);
     }
-    ++grammar_stats_.masked;
-    const std::vector<uint64_t>& allowed = grammar_->allowed_tokens();
-    const size_t n_table = std::min(scratch_.size(), allowed.size() * 64);
-    for (size_t i = 0; i < n_table; ++i)
-        if (!((allowed[i >> 6] >> (i & 63)) & 1)) scratch_[i] = -INFINITY;
-    std::fill(scratch_.begin() + ptrdiff_t(n_table), scratch_.end(), -INFINITY);  // ids the tokenizer does not have
-    if (scratch_[size_t(argmax(scratch_))] == -INFINITY)
+    ++(mask ? grammar_stats_.cached : grammar_stats_.masked);
+    if (!mask) mask = &grammar_->allowed_tokens();
+    // The allowed tokens with a probability, ranked as the unconstrained path ranks all of them.
+    allowed_.clear();
+    for (size_t word = 0; word < mask->size(); ++word)
+        for (uint64_t bits = (*mask)[word]; bits; bits &= bits - 1) {
+            const size_t id = word * 64 + size_t(std::countr_zero(bits));
+            if (id < scratch_.size() && scratch_[id] > -INFINITY) allowed_.push_back({TokenId(id), scratch_[id]});
+        }
+    if (allowed_.empty())
         fail("sampling: no token the grammar allows here has a finite logit (the vocabulary cannot continue the "
              "grammar, or logit_bias bans what could)");
-    return pick();
+    const size_t keep = greedy_pick || params_.top_k <= 0 ? (greedy_pick ? 1 : allowed_.size())
+                                                          : std::min(allowed_.size(), size_t(params_.top_k));
+    std::partial_sort(allowed_.begin(), allowed_.begin() + ptrdiff_t(keep), allowed_.end(), by_logit);
+    allowed_.resize(keep);
+    return greedy_pick ? allowed_.front().id : draw(allowed_);
 }
 
 TokenId Sampler::sample(std::span<const float> logits) {

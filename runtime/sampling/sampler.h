@@ -4,13 +4,14 @@
 // is greedy (argmax). The generator is our own (xoshiro256**, seeded through splitmix64), so a seed
 // gives the same tokens on every platform and standard library.
 //
-// A grammar constrains the generated tokens only (prompt tokens never enter it). It is checked
+// A grammar constrains the generated tokens only (prompt tokens never enter it). Where the grammar
+// state's token mask is cached, the draw is among the tokens it allows. Otherwise it is checked
 // lazily: tokens are checked one by one in logit order until the top-k (greedy: the first) that the
 // grammar allows are known; those are exactly the top-k of the masked vocabulary, so the draw among
-// them gives the very tokens that masking first gives. Only where few tokens fit the grammar (after
-// a budget of checks), or without top-k, is the whole vocabulary masked (one trie walk, cached per
-// grammar state). llama.cpp's lazy check looks at the drawn token alone, which keeps refused tokens
-// in the top-k's probabilities and so draws from another distribution than the masked one.
+// them gives the very tokens that masking first gives. Only where few tokens fit the grammar, or
+// without top-k, is the whole vocabulary masked (one trie walk, then cached). llama.cpp's lazy check
+// looks at the drawn token alone, which keeps refused tokens in the top-k's probabilities and so
+// draws from another distribution than the masked one.
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -109,9 +110,10 @@ public:
 
     // The last sampled token's log-probabilities, when params().top_logprobs >= 0.
     const TokenLogprobs& logprobs() const { return logprobs_; }
-    // How the grammar decided so far: tokens the lazy check settled, and those that needed the mask.
+    // How the grammar decided so far: tokens the lazy check settled, those that needed a trie walk,
+    // and those whose state's mask was cached.
     struct GrammarStats {
-        uint64_t lazy = 0, masked = 0;
+        uint64_t lazy = 0, masked = 0, cached = 0;
     };
     const GrammarStats& grammar_stats() const { return grammar_stats_; }
     const SamplerParams& params() const { return params_; }
