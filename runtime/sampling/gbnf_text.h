@@ -40,7 +40,9 @@ inline std::string gbnf_class(const std::vector<std::pair<uint32_t, uint32_t>>& 
     std::string out = negated ? "[^" : "[";
     for (const auto& [first, last] : ranges) {
         out += gbnf_char(first, true);
-        if (last != first) out += "-" + gbnf_char(last, true);
+        if (last == first) continue;
+        out += '-';
+        out += gbnf_char(last, true);
     }
     return out + "]";
 }

@@ -111,7 +111,7 @@ std::string natural_range(uint64_t low, uint64_t high) {
     const std::string low_text = std::to_string(low), high_text = std::to_string(high);
     std::vector<std::string> parts;
     for (size_t digits = low_text.size(); digits <= high_text.size(); ++digits) {
-        const std::string from = digits == low_text.size() ? low_text : "1" + std::string(digits - 1, '0');
+        const std::string from = digits == low_text.size() ? low_text : fmt::format("1{:0>{}}", "", digits - 1);
         const std::string to = digits == high_text.size() ? high_text : std::string(digits, '9');
         parts.push_back(same_length_range(from, to));
     }
@@ -148,7 +148,8 @@ public:
     std::string convert() {
         ref_rules_["#"] = "root";
         claim("root");
-        define("root", visit(root_, "root", "#", 0));
+        // An empty schema at the top means any object, as llama.cpp's -j '{}' (nested, any value).
+        define("root", root_.is_object() && root_.empty() ? primitive("object") : visit(root_, "root", "#", 0));
         std::string out;
         for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
         return out;
@@ -425,9 +426,10 @@ std::string SchemaConverter::not_strings(const std::vector<std::string>& exclude
         std::string body;
         for (const auto& [c, child] : trie[node].children) {
             taken.emplace_back(c, c);
-            body += (body.empty() ? "" : " | ") + gbnf_class({{c, c}}) + (rule_of[child].empty() ? " " + key_char + "+" : " " + rule_of[child]);
+            const std::string next = rule_of[child].empty() ? key_char + "+" : rule_of[child];  // past a whole excluded key: any more
+            body += fmt::format("{}{} {}", body.empty() ? "" : " | ", gbnf_class({{c, c}}), next);
         }
-        body += (body.empty() ? "" : " | ") + gbnf_class(taken, true) + " " + key_char + "*";
+        body += fmt::format("{}{} {}*", body.empty() ? "" : " | ", gbnf_class(taken, true), key_char);
         if (!trie[node].end) body = "| " + body;  // the key may stop here
         rule_of[node] = trie[node].children.empty() && trie[node].end ? "" : add_rule(name, body);
     }

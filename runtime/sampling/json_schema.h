@@ -7,7 +7,8 @@
 // annotations: any string), integer minimum / maximum / exclusive bounds, and local $refs
 // (#/$defs/..., #/definitions/..., any #/ pointer; recursion allowed). Between tokens the JSON takes
 // at most llama.cpp's bounded whitespace (a space, or one or two new lines and up to 20 blanks), so
-// generation cannot loop on spaces. Anything else that constrains values (not, allOf, if/then/else,
+// generation cannot loop on spaces. The empty schema {} at the top means any object (llama.cpp's
+// -j '{}'); nested, any value. Anything else that constrains values (not, allOf, if/then/else,
 // uniqueItems, multipleOf, bounds on a number, ...) fails with one sentence naming its schema path.
 #include <memory>
 #include <string>
