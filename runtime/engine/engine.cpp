@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "core/file.h"
 #include "ops/attention_config.h"
+#include "sampling/vocab_table.h"
 
 namespace vkllm::engine {
 namespace {
@@ -103,5 +104,10 @@ Engine::Engine(const EngineOptions& options)
 }
 
 Engine::~Engine() = default;
+
+std::shared_ptr<const sampling::TokenTable> Engine::token_table() const {
+    std::call_once(token_table_once_, [this] { token_table_ = sampling::vocab_token_table(tokenizer_); });
+    return token_table_;
+}
 
 }  // namespace vkllm::engine

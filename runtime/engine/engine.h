@@ -4,6 +4,7 @@
 // one session of n_seq sequences, the chat template and, with an mmproj, the image encoder. Weights and the KV cache
 // are checked against the device's memory before anything is uploaded.
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "gpu/device.h"
 #include "model/session.h"
 #include "model/weights.h"
+#include "sampling/token_table.h"
 #include "tokenizer/tokenizer.h"
 #include "vision/encoder.h"
 
@@ -52,6 +54,10 @@ public:
     // when the fallback template is in use (a token where the vocabulary has it, else its text).
     const StopSet& template_stops() const { return template_stops_; }
 
+    // The vocabulary as grammars see it, built on first use (a walk over every token) and shared by
+    // every sampler with a grammar; safe to call from any thread.
+    std::shared_ptr<const sampling::TokenTable> token_table() const;
+
     // The image encoder of options().mmproj_path; null without one.
     vision::Encoder* encoder() { return encoder_.get(); }
 
@@ -72,6 +78,8 @@ private:
     StopSet template_stops_;
     std::optional<gguf::File> mmproj_;
     std::unique_ptr<vision::Encoder> encoder_;
+    mutable std::once_flag token_table_once_;
+    mutable std::shared_ptr<const sampling::TokenTable> token_table_;
     double load_seconds_ = 0;
 };
 

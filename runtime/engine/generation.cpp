@@ -112,7 +112,10 @@ Generated generate(model::Session& session, sampling::Sampler& sampler, TextStre
         const tokenizer::TokenId next = sampler.sample(logits);
         const uint32_t before = stream.n_tokens();
         const bool shown = emit(stream.push(next));
-        if (stream.n_tokens() > before) generated.tokens.push_back(next);
+        if (stream.n_tokens() > before) {
+            generated.tokens.push_back(next);
+            if (sampler.params().top_logprobs >= 0) generated.logprobs.push_back(sampler.logprobs());
+        }
         if (stream.finish_reason()) break;
         if (!shown) {
             stream.finish(FinishReason::Cancelled);

@@ -70,6 +70,7 @@ private:
 
 struct Generated {
     std::vector<tokenizer::TokenId> tokens;  // the reply's tokens (not the ending one)
+    std::vector<sampling::TokenLogprobs> logprobs;  // one per token, when the sampler records them
     FinishReason finish = FinishReason::Stop;
     uint32_t context_shifts = 0;
 };

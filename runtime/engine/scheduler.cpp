@@ -31,8 +31,10 @@ struct Scheduler::Active {
     uint32_t positions = 0;    // of the whole prompt once it ran (images count their embeddings)
     tokenizer::TokenId next = tokenizer::no_token;  // sampled, runs in the next decode step
 
-    Active(Request r, RequestListener l, const tokenizer::Tokenizer& tokenizer)
-        : request(std::move(r)), listener(std::move(l)), sampler(request.sampling), stream(tokenizer, request.limits) {}
+    Active(Request r, RequestListener l, const Engine& engine)
+        : request(std::move(r)), listener(std::move(l)),
+          sampler(request.sampling, request.sampling.grammar ? engine.token_table() : nullptr),
+          stream(engine.tokenizer(), request.limits) {}
 };
 
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options)
@@ -70,6 +72,7 @@ bool Scheduler::submit(Request request, RequestListener listener) {
     for (tokenizer::TokenId id : request.prompt)
         if (id < 0 || uint32_t(id) >= engine_.info().n_vocab)
             fail("token id {} is outside the vocabulary of {}", id, engine_.info().n_vocab);
+    sampling::validate(request.sampling, {}, engine_.info().n_vocab);
     {
         std::lock_guard lock(mutex_);
         if (stopping_) fail("the server is shutting down");
@@ -135,7 +138,7 @@ void Scheduler::admit(Request request, RequestListener listener, uint64_t order)
     }
     // The last prompt token always runs: its logits give the first generated token.
     const uint32_t keep = request.images.empty() ? uint32_t(std::min(best_shared, request.prompt.size() - 1)) : 0;
-    auto active = std::make_unique<Active>(std::move(request), std::move(listener), engine_.tokenizer());
+    auto active = std::make_unique<Active>(std::move(request), std::move(listener), engine_);
     active->seq = best;
     active->order = order;
     try {
@@ -221,8 +224,16 @@ void Scheduler::decode_step() {
 }
 
 void Scheduler::take_token(Active& active, std::span<const float> logits) {
-    const tokenizer::TokenId id = active.sampler.sample(logits);
+    tokenizer::TokenId id;
+    try {
+        id = active.sampler.sample(logits);  // a grammar that no token can continue throws
+    } catch (const std::exception& error) {
+        return finish(active, FinishReason::Stop, error.what());
+    }
+    const uint32_t before = active.stream.n_tokens();
     const std::string text = active.stream.push(id);
+    if (active.stream.n_tokens() > before && active.request.sampling.top_logprobs >= 0 && active.listener.on_logprobs)
+        active.listener.on_logprobs(active.sampler.logprobs());
     const bool listening = text.empty() || active.listener.on_text(text);
     if (active.stream.finish_reason()) return finish(active, *active.stream.finish_reason());
     if (!listening) return finish(active, FinishReason::Cancelled);

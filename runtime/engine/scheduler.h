@@ -30,7 +30,7 @@ namespace vkllm::engine {
 
 struct Request {
     std::vector<tokenizer::TokenId> prompt;  // with images: the text tokens alone (the sampler's history)
-    sampling::SamplerParams sampling;
+    sampling::SamplerParams sampling;        // with a grammar, it constrains the reply (not the prompt)
     GenerationLimits limits;
     // A prompt with images (vision/prompt.h): its text and image chunks and the images they name. It
     // runs whole in one step, its images encoded then, and reuses no cached prefix.
@@ -49,6 +49,8 @@ struct Completion {
 // Called on the scheduler's thread, so they must be quick: hand the text to another thread.
 struct RequestListener {
     TextCallback on_text;                            // false: stop this request (the client is gone)
+    // With sampling.top_logprobs >= 0: each reply token's log-probabilities, before its text.
+    std::function<void(const sampling::TokenLogprobs&)> on_logprobs;
     std::function<void(const Completion&)> on_done;  // always called once, last
     std::function<bool()> cancelled;                 // optional: asked before every step
 };
@@ -76,7 +78,9 @@ public:
 
     // Queues a request; false when the queue is full. Throws vkllm::Error, before queuing, when the
     // prompt is empty, holds a token outside the vocabulary, leaves no room in a sequence's context
-    // for a generated token, or has images and the engine no encoder, and once the scheduler stops.
+    // for a generated token, has images and the engine no encoder, or sampling parameters out of
+    // range (sampling::validate), and once the scheduler stops. A request whose grammar no token can
+    // continue ends with Completion::error saying so.
     bool submit(Request request, RequestListener listener);
     // Ends every request and the thread: running ones as interrupted (their text so far sent), queued
     // ones as cancelled. submit refuses from then on.

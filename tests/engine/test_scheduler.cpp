@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <regex>
 
 #include "engine/media.h"
 #include "engine/scheduler.h"
@@ -181,6 +182,43 @@ TEST_CASE("a prompt that starts with what a sequence holds reuses its cells") {
     CHECK(turn2.done[0]->cached_tokens >= first.size());
     CHECK(turn2.done[0]->cached_tokens < second.size());
     CHECK(turn2.texts[0] == alone(single, second));
+}
+
+TEST_CASE("a request's grammar constrains its reply alone; its logprobs come per token; a dead grammar ends it") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine batched({.model_path = stories.string(), .n_ctx = 128, .n_seq = 2});
+    const std::vector<int32_t> prompt = batched.tokenizer().tokenize("Once upon a time", true, false);
+    Scheduler scheduler(batched);
+    sampling::SamplerParams constrained{.temperature = 1.0f, .seed = 5, .top_logprobs = 2};
+    constrained.grammar = sampling::Grammar::parse("root ::= \",\" [a-z ]{1,40} \".\"");
+    Results results(2);
+    std::vector<sampling::TokenLogprobs> logprobs;
+    RequestListener listener = results.listener(0);
+    listener.on_logprobs = [&](const sampling::TokenLogprobs& lp) { logprobs.push_back(lp); };
+    REQUIRE(scheduler.submit({prompt, constrained, {.max_tokens = 100}}, listener));
+    REQUIRE(scheduler.submit({prompt, greedy(), limits()}, results.listener(1)));
+    results.wait();
+    CHECK(std::regex_match(results.texts[0], std::regex(R"(,[a-z ]{1,40}\.)")));
+    CHECK(results.done[0]->finish == FinishReason::Stop);
+    CHECK(logprobs.size() == results.done[0]->completion_tokens);
+    for (const sampling::TokenLogprobs& lp : logprobs) {
+        CHECK(lp.sampled.logprob <= 0);
+        CHECK(lp.top.size() == 2);
+    }
+    Engine single({.model_path = stories.string(), .n_ctx = 128});
+    CHECK(results.texts[1] == alone(single, prompt));  // the other request runs unconstrained
+
+    // A grammar whose only start logit_bias bans: the request ends with the sampler's sentence.
+    sampling::SamplerParams dead{.temperature = 0};
+    dead.grammar = sampling::Grammar::parse("root ::= \"x\" [a-z]*");
+    const auto table = batched.token_table();
+    for (int32_t id = 0; id < int32_t(table->size()); ++id)
+        if (table->piece(id).starts_with("x")) dead.logit_bias.emplace_back(id, -INFINITY);
+    Results failed(1);
+    REQUIRE(scheduler.submit({prompt, dead, limits()}, failed.listener(0)));
+    failed.wait();
+    CHECK(failed.done[0]->error.starts_with("sampling: no token the grammar allows here has a finite logit"));
+    CHECK(failed.texts[0].empty());
 }
 
 TEST_CASE("the scheduler refuses prompts it cannot run, before queuing them") {
