@@ -6,6 +6,9 @@
 // -n tokens are generated from there. Attention and the indexer then read N cells of real
 // activations, so their time is what it is at that context; the text is meaningless.
 // --parallel B,... measures the server's batched decoding instead (bench_parallel.cpp).
+// --grammar-file / --json-schema add two decode tests whose tokens are sampled from the logits (the
+// run command's default sampling), once freely and once under the grammar (restarted after each
+// end of generation), and time the sampler apart: what constrained output costs per token.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +26,7 @@ namespace vkllm::cli {
 namespace {
 
 constexpr uint32_t kv_fill_prompt = 64;  // tokens evaluated before --kv-fill repeats their cells
+constexpr uint32_t sampled_prompt = 8;   // tokens evaluated before the sampled decode tests
 
 using Clock = std::chrono::steady_clock;
 
@@ -42,10 +46,39 @@ std::string op_kind(std::string name) {
     return name;
 }
 
+struct SampledDecode {
+    double tok_s = 0, sample_ms = 0;  // decode rate with sampling; the sampler's time per token
+    sampling::Sampler::GrammarStats grammar;
+};
+
+// n_gen tokens decoded from a short prompt, each sampled from the logits before it.
+SampledDecode sampled_decode(engine::Engine& engine, const std::vector<int32_t>& prompt, uint32_t n_gen,
+                             const std::shared_ptr<const sampling::Grammar>& grammar) {
+    model::Session& session = engine.session();
+    sampling::SamplerParams params;
+    params.seed = 1234;
+    params.grammar = grammar;
+    sampling::Sampler sampler(params, grammar ? engine.token_table() : nullptr);
+    session.truncate(0);
+    std::span<const float> logits = session.eval(prompt);
+    double sample_seconds = 0;
+    const auto started = Clock::now();
+    for (uint32_t i = 0; i < n_gen; ++i) {
+        const auto sampling_started = Clock::now();
+        const int32_t token = sampler.sample(logits);
+        sample_seconds += std::chrono::duration<double>(Clock::now() - sampling_started).count();
+        if (grammar && engine.tokenizer().is_eog(token)) sampler.restart_grammar();
+        logits = session.eval(std::span(&token, 1));
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - started).count();
+    return {n_gen / seconds, 1e3 * sample_seconds / n_gen, sampler.grammar_stats()};
+}
+
 }  // namespace
 
 int bench(Args args) {
     ModelOptions options;
+    GrammarOptions grammar_options;
     uint32_t n_prompt = 512, n_gen = 128, reps = 3, kv_fill = 0;
     std::string parallel;
     bool json = false;
@@ -63,14 +96,18 @@ int bench(Args args) {
                  json = format == "json";
              }, "md|json", "llama-bench's spelling of --json", "md");
     options.declare(parser);
+    grammar_options.declare(parser);
     if (!parser.parse(args)) return 0;
     options.check();
     if (n_prompt == 0 && n_gen == 0) fail("-p 0 -n 0 leaves nothing to time; give -p N for prompt speed, -n N for generation");
     if (reps == 0) fail("-r 0 runs nothing; give at least one repetition");
     if (kv_fill && (n_gen == 0 || !parallel.empty()))
         fail("--kv-fill {} times the generation test at that context; it needs -n N and no --parallel", kv_fill);
+    const std::shared_ptr<const sampling::Grammar> grammar = grammar_options.resolve();
+    if (grammar && n_gen == 0) fail("a grammar constrains generation, and -n 0 generates nothing");
+    if (grammar && !parallel.empty()) fail("--parallel does not take a grammar; time it without --parallel");
     if (!parallel.empty()) return bench_parallel(options, parse_batch_sizes(parallel), n_prompt, n_gen, json);
-    if (!options.n_ctx) options.n_ctx = std::max(n_prompt, kv_fill + n_gen + 1);
+    if (!options.n_ctx) options.n_ctx = std::max({n_prompt, kv_fill + n_gen + 1, grammar ? sampled_prompt + n_gen : 0});
 
     std::unique_ptr<engine::Engine> engine = open_engine(options);
     model::Session& session = engine->session();
@@ -84,7 +121,13 @@ int bench(Args args) {
     };
 
     std::vector<double> pp_rates, tg_rates, host_ms;
+    std::vector<SampledDecode> free_runs, grammar_runs;
     for (uint32_t rep = 0; rep < reps; ++rep) {
+        if (grammar) {  // the same prompt for both, so that only the grammar differs
+            const std::vector<int32_t> prompt = random_tokens(sampled_prompt);
+            free_runs.push_back(sampled_decode(*engine, prompt, n_gen, nullptr));
+            grammar_runs.push_back(sampled_decode(*engine, prompt, n_gen, grammar));
+        }
         if (n_prompt) {
             session.truncate(0);
             auto tokens = random_tokens(n_prompt);
@@ -153,6 +196,24 @@ int bench(Args args) {
                          {"gpu_ms_by_op", gpu_ms},
                          {"gpu_ms_by_op_from", "one decode step replayed with a timestamp per pass"}};
     }
+    if (grammar) {
+        const auto summary = [&](const std::vector<SampledDecode>& runs) {
+            std::vector<double> rates, sample_ms;
+            for (const SampledDecode& run : runs) {
+                rates.push_back(run.tok_s);
+                sample_ms.push_back(run.sample_ms);
+            }
+            const Spread rate = spread(rates);
+            return nlohmann::ordered_json{{"n", n_gen}, {"tok_s", rate.median}, {"min", rate.min}, {"max", rate.max},
+                                          {"sample_ms_per_token", spread(sample_ms).median}};
+        };
+        out["tg_sampled"] = summary(free_runs);
+        out["tg_grammar"] = summary(grammar_runs);
+        const sampling::Sampler::GrammarStats& stats = grammar_runs.back().grammar;  // the last repetition's
+        out["tg_grammar"]["tokens_by_lazy_check"] = stats.lazy;
+        out["tg_grammar"]["tokens_by_cached_mask"] = stats.cached;
+        out["tg_grammar"]["tokens_by_trie_walk"] = stats.masked;
+    }
     if (json) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
@@ -163,10 +224,21 @@ int bench(Args args) {
                              kv_fill, kv_fill, std::min(kv_fill, kv_fill_prompt));
     std::printf("\n");
     std::printf("| test | tokens | tok/s (median) | min | max |\n|---|---:|---:|---:|---:|\n");
-    for (const char* test : {"pp", "tg"})
+    for (const char* test : {"pp", "tg", "tg_sampled", "tg_grammar"})
         if (out.contains(test))
             std::printf("| %s | %u | %.2f | %.2f | %.2f |\n", test, out[test]["n"].get<uint32_t>(), out[test]["tok_s"].get<double>(),
                         out[test]["min"].get<double>(), out[test]["max"].get<double>());
+    if (grammar) {
+        const auto& free = out["tg_sampled"];
+        const auto& constrained = out["tg_grammar"];
+        std::printf("\nsampling: %.3f ms per token freely, %.3f ms under the grammar (tokens decided by the lazy check "
+                    "%llu, a cached mask %llu, a trie walk %llu); decode %.1f%% slower under the grammar\n",
+                    free["sample_ms_per_token"].get<double>(), constrained["sample_ms_per_token"].get<double>(),
+                    (unsigned long long)constrained["tokens_by_lazy_check"].get<uint64_t>(),
+                    (unsigned long long)constrained["tokens_by_cached_mask"].get<uint64_t>(),
+                    (unsigned long long)constrained["tokens_by_trie_walk"].get<uint64_t>(),
+                    100.0 * (free["tok_s"].get<double>() / constrained["tok_s"].get<double>() - 1.0));
+    }
     if (n_gen) {
         const auto& d = out["decode"];
         std::printf("\ndecode: %zu dispatches and %zu barriers per token; %.2f MiB of weights per token = %.3f GB/s; "

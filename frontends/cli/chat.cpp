@@ -53,7 +53,7 @@ int chat(Args args) {
         std::fprintf(stderr, "vkllm chat: %s has no chat template; using ChatML\n", options.model_path.c_str());
     model::Session& session = engine->session();
     const tokenizer::Tokenizer& tokenizer = engine->tokenizer();
-    sampling::Sampler sampler(sampler_params);
+    sampling::Sampler sampler(sampler_params, sampler_params.grammar ? engine->token_table() : nullptr);
     const engine::GenerationLimits limits{.max_tokens = n_predict, .stops = engine->template_stops()};
     engine::Conversation conversation(*engine, system, images);
 
@@ -83,6 +83,7 @@ int chat(Args args) {
             std::fprintf(stderr, "vkllm chat: left out the %u oldest turn%s to fit the context of %u tokens\n",
                          turn.dropped_turns, turn.dropped_turns == 1 ? "" : "s", session.n_ctx());
         for (tokenizer::TokenId id : session.history(0)) sampler.accept(id);
+        sampler.restart_grammar();  // each reply is a whole match of the grammar
         std::string reply;
         engine::TextStream stream(tokenizer, limits);
         const engine::Generated generated = engine::generate(session, sampler, stream, turn.logits, [&](std::string_view text) {

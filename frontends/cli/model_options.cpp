@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/file.h"
 #include "progress.h"
+#include "sampling/json_schema.h"
 
 namespace vkllm::cli {
 
@@ -34,6 +36,37 @@ void ModelOptions::check() const {
     if (!stats_json_path.empty()) check_writable("--stats-json", stats_json_path);
 }
 
+void GrammarOptions::declare(Options& options) {
+    options.section("constrained output")
+        .add("--grammar", grammar, "GBNF", "generated text must match this GBNF grammar (llama.cpp's syntax; 'root' starts it)")
+        .add("--grammar-file", grammar_file, "FILE", "the GBNF grammar from a file")
+        .add("-j,--json-schema", json_schema, "JSON", "generated text must be JSON valid under this JSON Schema ('{}': any object)")
+        .add("--json-schema-file", json_schema_file, "FILE", "the JSON Schema from a file");
+}
+
+std::shared_ptr<const sampling::Grammar> GrammarOptions::resolve() const {
+    const int given = !grammar.empty() + !grammar_file.empty() + !json_schema.empty() + !json_schema_file.empty();
+    if (given > 1) fail("give one of --grammar, --grammar-file, --json-schema and --json-schema-file");
+    const auto compile = [](const std::string& where, const auto& make) -> std::shared_ptr<const sampling::Grammar> {
+        try {
+            return make();
+        } catch (const Error& error) {
+            fail("{}: {}", where, error.what());
+        }
+    };
+    if (!grammar.empty()) return compile("--grammar", [&] { return sampling::Grammar::parse(grammar); });
+    if (!grammar_file.empty())
+        return compile("--grammar-file " + grammar_file,
+                       [&] { return sampling::Grammar::parse(read_text_file(grammar_file, "grammar file")); });
+    if (!json_schema.empty())
+        return compile("--json-schema", [&] { return sampling::json_schema_grammar(sampling::parse_json_schema(json_schema)); });
+    if (!json_schema_file.empty())
+        return compile("--json-schema-file " + json_schema_file, [&] {
+            return sampling::json_schema_grammar(sampling::parse_json_schema(read_text_file(json_schema_file, "JSON schema file")));
+        });
+    return nullptr;
+}
+
 void SamplingOptions::declare(Options& options) {
     options.section("sampling")
         .add("--temp", params.temperature, "T", "temperature; 0 always picks the most likely token")
@@ -45,6 +78,7 @@ void SamplingOptions::declare(Options& options) {
         .add("--presence-penalty", params.presence_penalty, "A", "subtract A from the logit of each recent token")
         .add("--frequency-penalty", params.frequency_penalty, "A", "subtract A per occurrence of each recent token")
         .add("-s,--seed", seed, "S", "the sampling seed; -1: a new one each run");
+    grammar.declare(options);
 }
 
 sampling::SamplerParams SamplingOptions::resolve(bool verbose) const {
@@ -54,6 +88,7 @@ sampling::SamplerParams SamplingOptions::resolve(bool verbose) const {
     if (seed < -1) fail("--seed must be -1 (a new seed each run) or a whole number of at least 0, not {}", seed);
     sampling::SamplerParams resolved = params;
     resolved.seed = seed == -1 ? sampling::random_seed() : uint64_t(seed);
+    resolved.grammar = grammar.resolve();
     if (verbose) std::fprintf(stderr, "sampling seed: %llu\n", (unsigned long long)resolved.seed);
     return resolved;
 }

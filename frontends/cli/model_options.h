@@ -25,12 +25,23 @@ struct ModelOptions {
     void check() const;
 };
 
+// --grammar, --grammar-file, --json-schema, --json-schema-file: at most one of them.
+struct GrammarOptions {
+    std::string grammar, grammar_file, json_schema, json_schema_file;
+
+    void declare(Options& options);
+    // The grammar they give, compiled (null when none); throws naming the option and the place in
+    // the grammar or schema that is wrong.
+    std::shared_ptr<const sampling::Grammar> resolve() const;
+};
+
 struct SamplingOptions {
     sampling::SamplerParams params;
     int64_t seed = -1;  // -1: a new one each run
+    GrammarOptions grammar;
 
     void declare(Options& options);
-    // The parameters range-checked, the seed drawn when -1 (and printed with --verbose).
+    // The parameters range-checked, the seed drawn when -1 (and printed with --verbose), the grammar compiled.
     sampling::SamplerParams resolve(bool verbose) const;
 };
 

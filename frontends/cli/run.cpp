@@ -33,7 +33,7 @@ int run(Args args) {
     SamplingOptions sampling;
     MediaOptions media;
     std::string prompt, prompt_path;
-    int32_t n_predict_option = 128;
+    int32_t n_predict_option = 128, n_logprobs = -1;
     bool ignore_eos = false, no_display_prompt = false, context_shift = false, json = false;
     uint32_t n_keep = 0;
     Options parser("run", "-m MODEL (-p PROMPT | -f FILE) [-n N] [options]",
@@ -47,7 +47,9 @@ int run(Args args) {
                                                 "and go on, as llama.cpp does; without it generation stops there")
         .add("--keep", n_keep, "N", "prompt tokens (after BOS) that --context-shift keeps")
         .flag("--json", json, "print one JSON object at the end (text, tokens, finish reason, timings) instead of "
-                              "streaming");
+                              "streaming")
+        .add("--logprobs", n_logprobs, "N", "with --json: each generated token's log-probability under the model and its N "
+                                            "most likely alternatives (0-20); -1: none");
     options.declare(parser);
     sampling.declare(parser);
     media.declare(parser);
@@ -57,7 +59,11 @@ int run(Args args) {
     if (!prompt.empty() && !prompt_path.empty()) fail("give the prompt once: with -p TEXT or with -f FILE");
     if (!prompt_path.empty()) prompt = read_text_file(prompt_path, "prompt file");
     const uint32_t n_predict = token_limit(n_predict_option);
-    const sampling::SamplerParams sampler_params = sampling.resolve(options.verbose);
+    sampling::SamplerParams sampler_params = sampling.resolve(options.verbose);
+    sampler_params.top_logprobs = n_logprobs;
+    sampling::validate(sampler_params, {.top_logprobs = "--logprobs"});
+    if (n_logprobs >= 0 && !json) fail("--logprobs needs --json, which prints them");
+    if (sampler_params.grammar && ignore_eos) fail("--ignore-eos cannot go with a grammar: the grammar decides where the text ends");
 
     const std::vector<vision::Image> images = media.active() ? load_images(media) : std::vector<vision::Image>();
     std::unique_ptr<engine::Engine> engine = open_engine(options, media.mmproj_path);
@@ -82,7 +88,7 @@ int run(Args args) {
     }
     if (tokens.empty()) fail("the prompt is empty and the vocabulary adds no BOS token; give a prompt with -p");
 
-    sampling::Sampler sampler(sampler_params);
+    sampling::Sampler sampler(sampler_params, sampler_params.grammar ? engine->token_table() : nullptr);
     for (tokenizer::TokenId id : tokens) sampler.accept(id);
     if (!no_display_prompt && !json) print(prompt);
 
@@ -107,7 +113,7 @@ int run(Args args) {
     const size_t n_generated = generated.tokens.size();
     const double prompt_rate = n_prompt / prompt_seconds, generation_rate = n_generated ? n_generated / generation_seconds : 0.0;
     if (json) {
-        const nlohmann::ordered_json out = {
+        nlohmann::ordered_json out = {
             {"text", text},
             {"tokens", generated.tokens},
             {"finish_reason", engine::finish_reason_name(generated.finish)},
@@ -119,7 +125,19 @@ int run(Args args) {
                          {"prompt_s", prompt_seconds}, {"prompt_tok_s", prompt_rate},
                          {"generation_s", generation_seconds}, {"generation_tok_s", generation_rate}}},
         };
-        std::printf("%s\n", out.dump(2).c_str());  // the text stream is well-formed UTF-8 (engine::TextStream)
+        if (n_logprobs >= 0) {
+            const auto entry = [&](const sampling::TokenLogprob& lp) {
+                return nlohmann::ordered_json{{"token", lp.id}, {"text", tok.token_to_piece(lp.id, true)}, {"logprob", lp.logprob}};
+            };
+            nlohmann::ordered_json& logprobs = out["logprobs"] = nlohmann::ordered_json::array();
+            for (const sampling::TokenLogprobs& token : generated.logprobs) {
+                nlohmann::ordered_json& item = logprobs.emplace_back(entry(token.sampled));
+                item["top"] = nlohmann::ordered_json::array();
+                for (const sampling::TokenLogprob& alternative : token.top) item["top"].push_back(entry(alternative));
+            }
+        }
+        // The text stream is well-formed UTF-8 (engine::TextStream); a token's piece may be part of a character.
+        std::printf("%s\n", out.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
     } else {
         print("\n");
     }
