@@ -1,6 +1,7 @@
 #include "sampling/grammar_matcher.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "core/error.h"
 #include "sampling/utf8.h"
@@ -15,8 +16,9 @@ void sort_unique(std::vector<uint32_t>& ids) {
 
 }  // namespace
 
-GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens)
-    : grammar_(std::move(grammar)), tokens_(std::move(tokens)) {
+GrammarMatcher::GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens,
+                               GrammarLimits limits)
+    : grammar_(std::move(grammar)), tokens_(std::move(tokens)), limits_(limits) {
     if (!grammar_) fail("grammar matcher: no grammar given");
     nodes_.push_back({.position = UINT32_MAX, .parent = empty_stack, .char_set = 0});
     if (tokens_) trie_levels_.resize(tokens_->max_piece_bytes() + 1);
@@ -28,14 +30,49 @@ void GrammarMatcher::reset() {
     partial_ = {};
 }
 
+void GrammarMatcher::count_work(size_t step_work) const {
+    if (step_work > limits_.step_work)
+        fail("the grammar is too ambiguous: one character takes more than {} stack steps", limits_.step_work);
+    if (work_ > limits_.call_work)
+        fail("the grammar is too ambiguous: one token or mask takes more than {} stack steps", limits_.call_work);
+}
+
+uint32_t* GrammarMatcher::NodeIndex::find_or_add(uint64_t key, uint32_t id) {
+    if (2 * (size + 1) > keys.size()) {  // grow at half full
+        std::vector<uint64_t> old_keys(std::max<size_t>(1024, 2 * keys.size()), empty_key);
+        std::vector<uint32_t> old_ids(old_keys.size());
+        old_keys.swap(keys);
+        old_ids.swap(ids);
+        size = 0;
+        for (size_t i = 0; i < old_keys.size(); ++i)
+            if (old_keys[i] != empty_key) find_or_add(old_keys[i], old_ids[i]);
+    }
+    const size_t mask = keys.size() - 1;
+    for (size_t slot = size_t(std::rotl(key * 0x9E3779B97F4A7C15ull, 32)) & mask;; slot = (slot + 1) & mask) {
+        if (keys[slot] == key) return &ids[slot];
+        if (keys[slot] == empty_key) {
+            keys[slot] = key;
+            ids[slot] = id;
+            ++size;
+            return &ids[slot];
+        }
+    }
+}
+
+void GrammarMatcher::NodeIndex::clear() {
+    keys.clear();
+    ids.clear();
+    size = 0;
+}
+
 uint32_t GrammarMatcher::intern(uint32_t position, uint32_t parent) {
-    const auto [it, added] = interned_.try_emplace(uint64_t(position) << 32 | parent, uint32_t(nodes_.size()));
-    if (added) {
+    const uint32_t id = *interned_.find_or_add(uint64_t(position) << 32 | parent, uint32_t(nodes_.size()));
+    if (id == nodes_.size()) {
         const Grammar::Element& element = grammar_->element(position);
         nodes_.push_back({.position = position, .parent = parent,
                           .char_set = element.kind == Grammar::Kind::Chars ? element.value : 0});
     }
-    return it->second;
+    return id;
 }
 
 uint32_t GrammarMatcher::after(uint32_t position, uint32_t parent) {
@@ -51,7 +88,8 @@ void GrammarMatcher::expand(uint32_t stack, std::vector<uint32_t>& out) {
         visit_stamp_ = 1;
     }
     expand_todo_.assign(1, stack);
-    while (!expand_todo_.empty()) {
+    for (size_t visited = 0; !expand_todo_.empty(); ++visited, ++work_) {
+        count_work(visited);
         const uint32_t id = expand_todo_.back();
         expand_todo_.pop_back();
         if (visit_marks_.size() < nodes_.size()) visit_marks_.resize(nodes_.size() * 2, 0);
@@ -71,7 +109,7 @@ void GrammarMatcher::expand(uint32_t stack, std::vector<uint32_t>& out) {
         for (uint32_t start : grammar_->alternatives(top.value))
             expand_todo_.push_back(grammar_->element(start).kind == Grammar::Kind::End ? rest : intern(start, rest));
     }
-    if (out.size() > max_stacks) fail("the grammar is too ambiguous: more than {} ways to go on at once", max_stacks);
+    if (out.size() > limits_.stacks) fail("the grammar is too ambiguous: more than {} ways to go on at once", limits_.stacks);
 }
 
 std::span<const uint32_t> GrammarMatcher::successors(uint32_t id) {
@@ -95,15 +133,28 @@ void GrammarMatcher::initial_state(std::vector<uint32_t>& out) {
 
 bool GrammarMatcher::advance(std::span<const uint32_t> from, uint32_t c, std::vector<uint32_t>& to) {
     to.clear();
-    size_t matched = 0;
+    if (++advance_stamp_ == 0) {
+        std::ranges::fill(advance_marks_, 0);
+        advance_stamp_ = 1;
+    }
+    size_t step_work = from.size(), matched = 0;  // a class test per stack, then its successors
+    work_ += from.size();
     for (uint32_t id : from) {
         if (id == empty_stack || !grammar_->char_set(nodes_[id].char_set).contains(c)) continue;
         const std::span<const uint32_t> next = successors(id);
-        to.insert(to.end(), next.begin(), next.end());
+        step_work += next.size();
+        work_ += next.size();
+        count_work(step_work);
+        if (advance_marks_.size() < nodes_.size()) advance_marks_.resize(nodes_.size() * 2, 0);
+        for (uint32_t n : next)
+            if (advance_marks_[n] != advance_stamp_) {
+                advance_marks_[n] = advance_stamp_;
+                to.push_back(n);
+            }
         ++matched;
     }
-    if (matched > 1) sort_unique(to);
-    if (to.size() > max_stacks) fail("the grammar is too ambiguous: more than {} ways to go on at once", max_stacks);
+    if (matched > 1) std::ranges::sort(to);  // sorted states compare equal for the mask cache
+    if (to.size() > limits_.stacks) fail("the grammar is too ambiguous: more than {} ways to go on at once", limits_.stacks);
     return !to.empty();
 }
 
@@ -148,6 +199,7 @@ bool GrammarMatcher::step(std::span<const uint32_t> stacks, const Partial& parti
 }
 
 bool GrammarMatcher::run(std::string_view bytes, std::span<const uint32_t>& stacks, Partial& partial) {
+    work_ = 0;
     stacks = stacks_;
     partial = partial_;
     for (char byte : bytes) {
@@ -234,6 +286,7 @@ const std::vector<uint64_t>& GrammarMatcher::allowed_tokens() {
     mask.partial = partial_;
     mask.used = ++mask_clock_;
     mask.bits.assign((tokens_->size() + 63) / 64, 0);
+    work_ = 0;
     walk_trie(0, stacks_, partial_, 0, mask.bits);
     if (can_end())
         for (TokenId id : tokens_->end_tokens()) mask.bits[size_t(id) >> 6] |= uint64_t(1) << (id & 63);
@@ -253,6 +306,7 @@ void GrammarMatcher::compact() {
     successor_pool_.clear();
     masks_.clear();
     visit_marks_.clear();
+    advance_marks_.clear();
     stacks_.clear();
     for (const std::vector<uint32_t>& chain : chains) {
         uint32_t id = empty_stack;

@@ -13,7 +13,6 @@
 #include <memory>
 #include <span>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "sampling/grammar.h"
@@ -21,14 +20,21 @@
 
 namespace vkllm::sampling {
 
+// Limits against ambiguous grammars ("(.+)+" and worse), each refused with a vkllm::Error from the
+// call that meets it. A stack step is a class test, an expansion or a successor. The defaults leave
+// JSON schemas ten times their need (an article schema's trie walk over the gpt-2 vocabulary: 0.6M
+// steps; an enum of 3000 strings: 6000 steps for a character).
+struct GrammarLimits {
+    size_t stacks = 4096;         // open at once
+    size_t step_work = 1u << 16;  // stack steps for one character
+    size_t call_work = 1u << 23;  // for one call: a token's bytes, or a whole mask's trie walk
+};
+
 class GrammarMatcher {
 public:
-    // More stacks than this open at once is refused (a grammar whose ambiguity would make each
-    // step cost thousands of stack walks), with a vkllm::Error from the step that meets it.
-    static constexpr size_t max_stacks = 4096;
-
     // `tokens` may be null for text-only use (accept_text, can_end); the token calls need it.
-    GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens);
+    GrammarMatcher(std::shared_ptr<const Grammar> grammar, std::shared_ptr<const TokenTable> tokens,
+                   GrammarLimits limits = {});
 
     void reset();  // back to the start of the root rule
 
@@ -76,6 +82,7 @@ private:
     static constexpr size_t mask_cache_size = 32;
     static constexpr size_t compact_above_nodes = 1u << 20;
 
+    void count_work(size_t step_work) const;  // throws past the limits
     uint32_t intern(uint32_t position, uint32_t parent);
     uint32_t after(uint32_t position, uint32_t parent);  // the stack once `position` is matched
     void expand(uint32_t stack, std::vector<uint32_t>& out);
@@ -96,16 +103,28 @@ private:
 
     std::shared_ptr<const Grammar> grammar_;
     std::shared_ptr<const TokenTable> tokens_;
+    GrammarLimits limits_;
     std::vector<Node> nodes_;
-    std::unordered_map<uint64_t, uint32_t> interned_;
+    // Node ids by (position, parent): open addressing with linear probing, one allocation (a node
+    // map of std::unordered_map allocates per entry, which an ambiguous grammar makes millions of).
+    struct NodeIndex {
+        std::vector<uint64_t> keys;  // empty_key: a free slot
+        std::vector<uint32_t> ids;
+        size_t size = 0;
+        static constexpr uint64_t empty_key = UINT64_MAX;
+        uint32_t* find_or_add(uint64_t key, uint32_t id);  // the id stored, or `id` (then added)
+        void clear();
+    };
+    NodeIndex interned_;
     std::vector<uint32_t> successor_pool_;
     std::vector<uint32_t> stacks_;  // sorted, unique
     Partial partial_;
     std::vector<CachedMask> masks_;
     uint64_t mask_clock_ = 0;
     // Scratch, kept to avoid allocating per step.
-    std::vector<uint32_t> expand_todo_, visit_marks_;
-    uint32_t visit_stamp_ = 0;
+    std::vector<uint32_t> expand_todo_, visit_marks_, advance_marks_;
+    uint32_t visit_stamp_ = 0, advance_stamp_ = 0;
+    size_t work_ = 0;  // stack steps in the current call
     std::vector<uint32_t> walk_[2];
     std::vector<std::vector<uint32_t>> trie_levels_;
 };

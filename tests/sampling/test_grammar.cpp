@@ -143,7 +143,21 @@ TEST_CASE("limits against hostile grammars") {
     CHECK(ambiguous.n_stacks() == 1001);
     ambiguous.reset();
     CHECK_THROWS_WITH_AS(ambiguous.accept_text(std::string(5000, 'a') + "c"),
-                         doctest::Contains("the grammar is too ambiguous"), vkllm::Error);
+                         "the grammar is too ambiguous: more than 4096 ways to go on at once", vkllm::Error);
+    // Nested repetitions, each splitting the text among its levels in every way: refused long before
+    // it runs for minutes.
+    std::string nested = "root ::= ";
+    for (int i = 0; i < 24; ++i) nested += "(";
+    nested += "\"a\"";
+    for (int i = 0; i < 24; ++i) nested += ")+";
+    GrammarMatcher exploding(Grammar::parse(nested), nullptr);
+    CHECK_THROWS_WITH_AS(exploding.accept_text(std::string(64, 'a')), doctest::Contains("the grammar is too ambiguous"),
+                         vkllm::Error);
+    // And by the work one call takes, where each character stays within its own limit.
+    GrammarMatcher limited(Grammar::parse(json_gbnf), nullptr, {.call_work = 1000});
+    CHECK(limited.accept_text("{\"a\": [1, 2]"));
+    CHECK_THROWS_WITH_AS(limited.accept_text(", \"" + std::string(400, 'x') + "\": 3}"),
+                         "the grammar is too ambiguous: one token or mask takes more than 1000 stack steps", vkllm::Error);
 }
 
 TEST_CASE("the matcher accepts what the grammar says, and nothing else") {
