@@ -560,6 +560,8 @@ nlohmann::ordered_json parse_json_schema(std::string_view text) {
         return nlohmann::ordered_json::parse(text);
     } catch (const nlohmann::json::parse_error& error) {
         throw Error(fmt::format("json schema: not valid JSON at byte {}", error.byte));
+    } catch (const nlohmann::json::exception&) {
+        throw Error("json schema: it holds a number too large for a double");
     }
 }
 

@@ -418,6 +418,8 @@ TEST_CASE("unsupported or malformed schemas fail naming their path") {
     for (int i = 0; i < 100; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
     CHECK(error(deep).ends_with("the schema nests more than 64 levels deep"));
     CHECK_THROWS_WITH_AS(parse_json_schema("{\"type\": "), "json schema: not valid JSON at byte 10", vkllm::Error);
+    CHECK_THROWS_WITH_AS(parse_json_schema("{\"maxItems\": 1e999}"), "json schema: it holds a number too large for a double",
+                         vkllm::Error);
     // Annotations and unknown keywords are no obstacle; unknown formats are annotations too.
     CHECK(error(R"({"title": "t", "description": "d", "x-vendor": 1, "type": "string", "format": "hostname"})").empty());
 }
