@@ -133,6 +133,7 @@ TEST_CASE("bench --json-schema times decode freely and under the grammar") {
     const nlohmann::json& grammar = out["tg_grammar"];
     CHECK(grammar["tokens_by_lazy_check"].get<int>() + grammar["tokens_by_cached_mask"].get<int>() +
               grammar["tokens_by_trie_walk"].get<int>() == 16);
+    CHECK(grammar["grammar_share_of_decode"].is_number());
     const CliResult refused = run_cli("bench -m " + model + " -p 8 -n 0 -j '{}'");
     CHECK(refused.exit_code == 1);
     CHECK(refused.err == "vkllm bench: a grammar constrains generation, and -n 0 generates nothing\n");
