@@ -227,8 +227,9 @@ TokenId Sampler::pick_allowed() {
     if (allowed_.empty())
         fail("sampling: no token the grammar allows here has a finite logit (the vocabulary cannot continue the "
              "grammar, or logit_bias bans what could)");
-    const size_t keep = greedy_pick || params_.top_k <= 0 ? (greedy_pick ? 1 : allowed_.size())
-                                                          : std::min(allowed_.size(), size_t(params_.top_k));
+    size_t keep = allowed_.size();
+    if (greedy_pick) keep = 1;
+    else if (params_.top_k > 0) keep = std::min(keep, size_t(params_.top_k));
     std::partial_sort(allowed_.begin(), allowed_.begin() + ptrdiff_t(keep), allowed_.end(), by_logit);
     allowed_.resize(keep);
     return greedy_pick ? allowed_.front().id : draw(allowed_);
