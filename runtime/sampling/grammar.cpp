@@ -83,6 +83,7 @@ private:
         std::vector<Sequence> alternatives;
         uint32_t origin = 0;     // the written rule a helper rule comes from (itself when written)
         size_t defined_at = none;
+        std::string_view body;   // the definition's text, for a rule defined again
         size_t used_at = none;   // the first reference, for "never defined"
         uint32_t used_in = 0;    // the rule holding that reference
     };
@@ -255,14 +256,21 @@ void GbnfParser::parse_rule() {
     if (text_.substr(pos_, 3) != "::=") fail_at(pos_, "expected '::=' after the rule name '{}', found {}", name, shown(text_, pos_));
     pos_ += 3;
     current_ = rule_named(name, none);
-    if (rules_[current_].defined_at != none) {
-        const size_t first = rules_[current_].defined_at;
-        fail_at(start, "rule '{}' is defined twice (first at {})", name, line_column(first));
-    }
-    rules_[current_].defined_at = start;
+    // A rule may come again with the same text, as grammars joined together repeat the rules they
+    // share (json_schema_to_gbnf's primitives); the second is parsed, then left unused.
+    const bool again = rules_[current_].defined_at != none;
     in_rule_ = true;
     skip_space(true);
-    parse_alternatives(current_, false, 0);
+    const size_t body_start = pos_;
+    parse_alternatives(again ? helper_rule() : current_, false, 0);
+    std::string_view body = text_.substr(body_start, pos_ - body_start);
+    while (!body.empty() && (body.back() == ' ' || body.back() == '\t')) body.remove_suffix(1);
+    if (again && body != rules_[current_].body)
+        fail_at(start, "the rule is defined a second time, differently (first at {})", line_column(rules_[current_].defined_at));
+    if (!again) {
+        rules_[current_].defined_at = start;
+        rules_[current_].body = body;
+    }
     if (peek() == '\r') pos_ += peek(1) == '\n' ? 2 : 1;
     else if (peek() == '\n') ++pos_;
     else if (!at_end()) fail_at(pos_, "unexpected {} (expected a symbol, '|', or a new line ending the rule)", shown(text_, pos_));

@@ -146,10 +146,14 @@ public:
     SchemaConverter(const json& root, const JsonSchemaOptions& options) : root_(root), options_(options) {}
 
     std::string convert() {
-        ref_rules_["#"] = "root";
-        claim("root");
+        const std::string& top = options_.rule_name;
+        if (top.empty() || sanitized(top) != top || find_primitive(top))
+            throw Error(fmt::format("json schema: the rule name '{}' must be letters, digits and '-' and not a shared "
+                                    "rule's (space, string, value...)", top));
+        ref_rules_["#"] = top;
+        claim(top);
         // An empty schema at the top means any object, as llama.cpp's -j '{}' (nested, any value).
-        define("root", root_.is_object() && root_.empty() ? primitive("object") : visit(root_, "root", "#", 0));
+        define(top, root_.is_object() && root_.empty() ? primitive("object") : visit(root_, top, "#", 0));
         std::string out;
         for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
         return out;
@@ -318,7 +322,7 @@ std::string SchemaConverter::visit_ref(const json& schema, const std::string& pa
     // The name is claimed before the target is visited, so that a recursive reference finds it.
     std::string name;
     for (int n = 0;; ++n) {
-        name = sanitized("ref-" + ref.substr(1)) + (n ? std::to_string(n) : "");
+        name = sanitized(options_.rule_name + "-ref-" + ref.substr(1)) + (n ? std::to_string(n) : "");
         if (!index_.contains(name) && !find_primitive(name)) break;
     }
     claim(name);
@@ -419,7 +423,7 @@ std::string SchemaConverter::not_strings(const std::vector<std::string>& exclude
         }
         trie[node].end = true;
     }
-    const std::string key_char = add_rule("key-char", "[^\\x22\\x5C\\x00-\\x1F]");
+    const std::string key_char = add_rule("key-char", "[^\\x22\\x5C\\x00-\\x1F]");  // shared: always this text
     std::vector<std::string> rule_of(trie.size());
     for (size_t node = trie.size(); node-- > 0;) {  // children were created after their parents
         std::vector<std::pair<uint32_t, uint32_t>> taken = {{0x00, 0x1F}, {'"', '"'}, {'\\', '\\'}};

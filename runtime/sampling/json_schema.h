@@ -25,6 +25,11 @@ struct JsonSchemaOptions {
     // strict mode and llama.cpp); false follows JSON Schema, where further properties may follow.
     // The same for array tuples without further items.
     bool strict = true;
+    // The rule the schema's value is; every other rule's name but the shared primitives' (space,
+    // string, value...) begins with it. Grammars of several schemas under different names join into
+    // one by concatenating their texts (the primitives they repeat are the same text, which the
+    // parser takes) under a root rule of one's own that refers to them, as tool calls need.
+    std::string rule_name = "root";
 };
 
 // The grammar as GBNF text. Throws vkllm::Error, e.g. "json schema at #/properties/tags:

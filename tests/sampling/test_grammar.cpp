@@ -105,8 +105,9 @@ TEST_CASE("malformed grammars fail with one sentence naming the place and rule")
                                             "above the 100000 allowed");
     CHECK(error("root ::= <think>") == "grammar line 1, column 10 (rule 'root'): token references ('<...>', '!<...>') "
                                        "are not supported; write the text");
-    CHECK(error("root ::= a\na ::= \"x\"\na ::= \"y\"") == "grammar line 3, column 1: rule 'a' is defined twice (first at "
-                                                          "line 2, column 1)");
+    CHECK(error("root ::= a\na ::= \"x\"\na ::= \"y\"") == "grammar line 3, column 1 (rule 'a'): the rule is defined a second "
+                                                          "time, differently (first at line 2, column 1)");
+    CHECK(error("root ::= a\na ::= (\"x\" | [y])*  \na ::= (\"x\" | [y])*").empty());  // again, the same: joined grammars
     CHECK(error("root ::= item \"x\"\nitem ::= missing") == "grammar line 2, column 10 (rule 'item'): rule 'missing' is "
                                                             "used but never defined");
     CHECK(error("start ::= \"a\"") == "grammar: there is no 'root' rule to start from");

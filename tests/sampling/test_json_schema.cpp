@@ -424,6 +424,27 @@ TEST_CASE("unsupported or malformed schemas fail naming their path") {
     CHECK(error(R"({"title": "t", "description": "d", "x-vendor": 1, "type": "string", "format": "hostname"})").empty());
 }
 
+TEST_CASE("grammars of several schemas under their own rule names join into one") {
+    const json a = json::parse(R"({"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer",
+        "minimum": 1, "maximum": 7}}, "required": ["city"]})");
+    const json b = json::parse(R"({"$defs": {"unit": {"enum": ["c", "f"]}}, "type": "array", "items": {"$ref": "#/$defs/unit"}})");
+    const std::string joined = "root ::= \"A\" tool-a | \"B\" tool-b\n" + json_schema_to_gbnf(a, {.rule_name = "tool-a"}) +
+                               json_schema_to_gbnf(b, {.rule_name = "tool-b"});
+    const auto grammar = Grammar::parse(joined);
+    const auto accepts = [&](std::string_view text) {
+        GrammarMatcher m(grammar, nullptr);
+        return m.accept_text(text) && m.can_end();
+    };
+    CHECK(accepts(R"(A{"city": "Oslo", "days": 3})"));
+    CHECK(accepts(R"(B["c", "f"])"));
+    CHECK_FALSE(accepts(R"(A["c"])"));
+    CHECK_FALSE(accepts(R"(B{"city": "Oslo"})"));
+    CHECK(conversion_error(json::parse("{}")).empty());
+    CHECK_THROWS_WITH_AS(json_schema_to_gbnf(a, {.rule_name = "string"}),
+                         "json schema: the rule name 'string' must be letters, digits and '-' and not a shared rule's "
+                         "(space, string, value...)", vkllm::Error);
+}
+
 TEST_CASE("json_schema strict false admits further properties and tuple items") {
     const json schema = json::parse(R"({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]})");
     const auto open = Grammar::parse(json_schema_to_gbnf(schema, {.strict = false}));
