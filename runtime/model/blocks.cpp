@@ -253,37 +253,38 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
                  });
 }
 
-void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
-             uint32_t n_ff, float rms_eps) {
+void glu_down(Builder& b, const std::string& prefix, graph::Region gate_up, uint32_t n_ff, ops::Glu activation,
+              const std::string& down_name, const Weight& down, graph::Region y, bool accumulate) {
     const uint32_t n_tokens = b.shape.n_tokens;
-    auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), n_tokens * 2 * n_ff * f32);
-    project_normed(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, x, weights.norm, rms_eps, gate_up,
-                   layer_name(layer, "ffn_norm"));
     // One token's gate and up halves are contiguous: the down projection applies the activation as
     // it loads them, where recomputing it per row team is cheaper than a pass.
-    if (n_tokens == 1 && ops::glu_input_pays(b.device.caps(), weights.down.matrix(b.graph))) {
-        const ops::MatvecInput hidden = ops::MatvecInput::glu(activation, gate_up);
-        return residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
-                            [&](graph::Region y, bool accumulate) {
-                                project_input(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
-                            });
-    }
+    if (n_tokens == 1 && ops::glu_input_pays(b.device.caps(), down.matrix(b.graph)))
+        return project_input(b, down_name, down, ops::MatvecInput::glu(activation, gate_up), y, accumulate);
     // Otherwise an activation pass pairs them; many tokens' rows interleave the halves, so those are
     // gathered first.
     graph::Region gate = gate_up.sub(0, n_ff * f32), up = gate_up.sub(n_ff * f32, n_ff * f32);
     if (n_tokens > 1) {
-        gate = b.graph.transient(layer_name(layer, "ffn_gate_out"), n_tokens * n_ff * f32);
-        up = b.graph.transient(layer_name(layer, "ffn_up_out"), n_tokens * n_ff * f32);
-        b.graph.add(layer_name(layer, "ffn_gate_gather"),
+        gate = b.graph.transient(prefix + "_gate_out", n_tokens * n_ff * f32);
+        up = b.graph.transient(prefix + "_up_out", n_tokens * n_ff * f32);
+        b.graph.add(prefix + "_gate_gather",
                     ops::copy_rows(b.device, gate_up, {2 * n_ff, 0}, gate, {n_ff, 0}, n_tokens, n_ff));
-        b.graph.add(layer_name(layer, "ffn_up_gather"),
+        b.graph.add(prefix + "_up_gather",
                     ops::copy_rows(b.device, gate_up, {2 * n_ff, n_ff}, up, {n_ff, 0}, n_tokens, n_ff));
     }
-    auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
-    b.graph.add(layer_name(layer, "ffn_act"), ops::glu(b.device, activation, gate, up, hidden, n_tokens * n_ff));
+    auto hidden = b.graph.transient(prefix + "_hidden", n_tokens * n_ff * f32);
+    b.graph.add(prefix + "_act", ops::glu(b.device, activation, gate, up, hidden, n_tokens * n_ff));
+    project(b, down_name, down, hidden, y, accumulate);
+}
+
+void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
+             uint32_t n_ff, float rms_eps) {
+    auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), b.shape.n_tokens * 2 * n_ff * f32);
+    project_normed(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, x, weights.norm, rms_eps, gate_up,
+                   layer_name(layer, "ffn_norm"));
     residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
                  [&](graph::Region y, bool accumulate) {
-                     project(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
+                     glu_down(b, layer_name(layer, "ffn"), gate_up, n_ff, activation, layer_name(layer, "ffn_down"),
+                              weights.down, y, accumulate);
                  });
 }
 

@@ -121,6 +121,12 @@ struct FeedForwardWeights {
     const Weight* post_norm = nullptr;  // RMSNorm of the output before the residual add {n_embd} (Gemma 3)
 };
 
+// y = down · act(gate) * up (y += with accumulate) from each token's row [gate | up] of gate_up, n_ff
+// values each: for one token the down matvec forms act(gate) * up as it loads them where that pays
+// (ops::glu_input_pays), else a pass named prefix + "_act" does (many tokens' halves gathered first).
+void glu_down(Builder& b, const std::string& prefix, graph::Region gate_up, uint32_t n_ff, ops::Glu activation,
+              const std::string& down_name, const Weight& down, graph::Region y, bool accumulate);
+
 // x += down · act(gate · norm(x)) * (up · norm(x)).
 void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
              uint32_t n_ff, float rms_eps);

@@ -122,23 +122,11 @@ graph::Region routed_experts_chunk(Builder& b, int layer, graph::Region normed, 
 // out = down · act(gate · normed) * (up · normed) for the shared expert (not accumulated).
 void shared_expert(Builder& b, int layer, graph::Region normed, const MoeWeights& w, const MoeSpec& spec,
                    graph::Region out) {
-    const uint32_t n_tokens = b.shape.n_tokens, n_ff = spec.n_ff_shexp;
-    auto gate_up = b.graph.transient(layer_name(layer, "ffn_shexp_gate_up_out"), n_tokens * 2 * n_ff * f32);
+    const uint32_t n_ff = spec.n_ff_shexp;
+    auto gate_up = b.graph.transient(layer_name(layer, "ffn_shexp_gate_up_out"), b.shape.n_tokens * 2 * n_ff * f32);
     project(b, layer_name(layer, "ffn_gate_up_shexp"), *w.gate_up_shexp, normed, gate_up, false);
-    graph::Region gate = gate_up.sub(0, n_ff * f32), up = gate_up.sub(n_ff * f32, n_ff * f32);
-    if (n_tokens > 1) {
-        // Each token's row holds its gate then its up values; the activation pairs them contiguously.
-        gate = b.graph.transient(layer_name(layer, "ffn_shexp_gate_out"), n_tokens * n_ff * f32);
-        up = b.graph.transient(layer_name(layer, "ffn_shexp_up_out"), n_tokens * n_ff * f32);
-        b.graph.add(layer_name(layer, "ffn_shexp_gate_gather"),
-                    ops::copy_rows(b.device, gate_up, {2 * n_ff, 0}, gate, {n_ff, 0}, n_tokens, n_ff));
-        b.graph.add(layer_name(layer, "ffn_shexp_up_gather"),
-                    ops::copy_rows(b.device, gate_up, {2 * n_ff, n_ff}, up, {n_ff, 0}, n_tokens, n_ff));
-    }
-    auto hidden = b.graph.transient(layer_name(layer, "ffn_shexp_hidden"), n_tokens * n_ff * f32);
-    b.graph.add(layer_name(layer, "ffn_shexp_act"),
-                ops::glu(b.device, spec.activation, gate, up, hidden, n_tokens * n_ff));
-    project(b, layer_name(layer, "ffn_down_shexp"), *w.down_shexp, hidden, out, false);
+    glu_down(b, layer_name(layer, "ffn_shexp"), gate_up, n_ff, spec.activation, layer_name(layer, "ffn_down_shexp"),
+             *w.down_shexp, out, false);
 }
 
 }  // namespace
