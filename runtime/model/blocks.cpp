@@ -64,14 +64,14 @@ void Builder::add(const std::string& name, const std::vector<graph::Dispatch>& d
 }
 
 void project(Builder& b, const std::string& name, const Weight& weights, graph::Region x, graph::Region y,
-             bool accumulate) {
+             bool accumulate, Activations activations) {
     // A small batch reads each weight once for all its tokens (matvec_batch); more tokens take matmul,
     // with x quantized to int8 first where the device's integer dot products pay.
     const uint32_t n_tokens = b.shape.n_tokens;
     if (n_tokens <= ops::matvec_max_tokens)
         return b.add(name, ops::matvec_batch(b.device, weights.matrix(b.graph), x, y, n_tokens, accumulate),
                      weights.bytes());
-    if (!ops::int8_activations_pay(b.device.caps(), weights.type))
+    if (activations == Activations::Float || !ops::int8_activations_pay(b.device.caps(), weights.type))
         return b.add(name, ops::matmul(b.device, weights.matrix(b.graph), x, y, n_tokens, accumulate), weights.bytes());
     const graph::Region x_int8 = b.graph.transient(name + ".x_int8", ops::int8_activation_bytes(n_tokens, weights.cols));
     b.add(name, ops::matmul_int8(b.device, weights.matrix(b.graph), x, x_int8, y, n_tokens, accumulate),

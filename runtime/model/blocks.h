@@ -27,12 +27,17 @@ struct Builder {
     void add(const std::string& name, const std::vector<graph::Dispatch>& dispatches, uint64_t weight_bytes = 0);
 };
 
+// How a projection over many tokens reads x: as the device prefers (int8 blocks where its integer dot
+// products pay for the weight type, ops/matmul.h), or in float whatever the device, for products whose
+// rounding error the rest of the model amplifies (MLA's latent projections, mla.cpp).
+enum class Activations { DeviceChoice, Float };
+
 // y = W x (y += W x with accumulate) for the builder's tokens; x [n_tokens][cols], y [n_tokens][rows].
 // A group's parts write their rows in turn.
 void project(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x, graph::Region y,
              bool accumulate);
 void project(Builder& b, const std::string& name, const Weight& weights, graph::Region x, graph::Region y,
-             bool accumulate);
+             bool accumulate, Activations activations = Activations::DeviceChoice);
 
 // y = W x + bias (y += W x + bias with accumulate); bias f32 [rows of W], or none.
 void linear(Builder& b, const std::string& name, const WeightGroup& weights, const std::optional<Weight>& bias,
