@@ -1,12 +1,12 @@
 // vkllm shaders --stats [--all] -m MODEL [--device I|NAME] [--ubatch N]: creates every pipeline vkllm
-// would create for the model on the device and prints the compiler's statistics for each (--all: every
-// statistic the driver gives, not only registers, spills, sizes and occupancy). The pipelines
+// would create for the model on the device and prints the compiler's statistics for each: registers
+// and spills under one name whatever the vendor calls them, then ACO's sizes and occupancy, or every
+// other statistic the driver gives (--all, and drivers other than ACO). The pipelines
 // come from building (not running) the session's graphs for decode and every prefill bucket up to
 // n_ubatch, with either KV cache type, through the same ops the runs use: no list to keep in step.
 // The device may be null hardware (RADV_FORCE_FAMILY=navi21 gives ACO's code for an RDNA2 GPU with
 // no GPU present); the weights then get their place in memory but are never uploaded.
 // Exits 1 when a pipeline spills registers; a pipeline that fails to compile fails the command.
-#include <algorithm>
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -74,16 +74,6 @@ void create_pipelines_q8_0_cache(gpu::Device& device, const model::Model& model,
     }
 }
 
-struct Row {
-    double vgprs = 0, sgprs = 0, spills = 0, code = 0, lds = 0, scratch = 0, waves = 0;
-};
-
-Row row_of(const gpu::ExecutableStatistics& executable) {
-    auto value = [&](const char* name) { return executable.find(name).value_or(0); };
-    return {value("VGPRs"), value("SGPRs"), value("Spilled VGPRs") + value("Spilled SGPRs"), value("Code size"),
-            value("LDS size"), value("Scratch size"), value("Subgroups per SIMD")};
-}
-
 }  // namespace
 
 int shaders(Args args) {
@@ -100,28 +90,14 @@ int shaders(Args args) {
     const gpu::Capabilities& caps = device.caps();
     std::printf("%s on %s%s: %zu pipelines\n", model->info().name.c_str(), caps.name.c_str(),
                 caps.profile.empty() ? "" : (" (profile " + caps.profile + ")").c_str(), device.pipelines().created());
-    Row worst;
-    size_t spilling = 0;
-    for (const auto& [key, pipeline] : device.pipelines().all()) {
+    gpu::StatisticsSummary summary;
+    for (const auto& [key, pipeline] : device.pipelines().all())
         for (const gpu::ExecutableStatistics& executable : gpu::compiler_statistics(device, *pipeline)) {
-            if (options.all || !executable.find("VGPRs")) {  // not ACO: print what the driver gives
-                std::printf("%-48s", key.c_str());
-                for (const auto& statistic : executable.values) std::printf("  %s %g", statistic.name.c_str(), statistic.value);
-                std::printf("\n");
-                continue;
-            }
-            const Row row = row_of(executable);
-            std::printf("%-48s VGPRs %3g  SGPRs %3g  spills %g  code %6g B  LDS %5g B  scratch %g B  waves/SIMD %g\n",
-                        key.c_str(), row.vgprs, row.sgprs, row.spills, row.code, row.lds, row.scratch, row.waves);
-            worst.vgprs = std::max(worst.vgprs, row.vgprs);
-            worst.sgprs = std::max(worst.sgprs, row.sgprs);
-            worst.spills += row.spills;
-            spilling += row.spills > 0;
+            std::printf("%-48s %s\n", key.c_str(), gpu::statistics_line(executable, options.all).c_str());
+            summary.add(executable);
         }
-    }
-    std::printf("summary: %zu pipelines, max VGPRs %g, max SGPRs %g, %zu spilling (%g registers spilled)\n",
-                device.pipelines().created(), worst.vgprs, worst.sgprs, spilling, worst.spills);
-    return spilling ? 1 : 0;
+    std::printf("summary: %zu pipelines, %s\n", device.pipelines().created(), summary.text().c_str());
+    return summary.spilling ? 1 : 0;
 }
 
 }  // namespace vkllm::cli
