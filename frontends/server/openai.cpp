@@ -1,6 +1,7 @@
 #include "openai.h"
 
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <span>
@@ -181,6 +182,79 @@ json chat_messages(const json& body, const ParseLimits& limits, std::vector<visi
     return plain;
 }
 
+// response_format (json_object, json_schema), or llama-server's grammar or json_schema: one of them.
+void parse_constraint(const json& body, CompletionRequest& request) {
+    int given = 0;
+    const json& format = member(body, "response_format");
+    if (!format.is_null()) {
+        if (!format.is_object() || !member(format, "type").is_string())
+            throw bad_field("response_format", "must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
+        const std::string type = member(format, "type").get<std::string>();
+        if (type == "json_object") {
+            request.json_schema = json::object();  // any object
+            request.constraint_field = "response_format";
+            ++given;
+        } else if (type == "json_schema") {
+            const json& spec = member(format, "json_schema");
+            if (!spec.is_object() || !member(spec, "schema").is_object())
+                throw bad_field("response_format.json_schema", "must be {\"name\", \"schema\": {...}, \"strict\"}");
+            request.json_schema = member(spec, "schema");
+            if (!member(spec, "strict").is_null()) request.json_schema_strict = bool_field(spec, "strict");
+            request.constraint_field = "response_format.json_schema.schema";
+            ++given;
+        } else if (type != "text") {
+            throw bad_field("response_format.type", fmt::format("'{}' is not one of text, json_object, json_schema", type));
+        }
+    }
+    if (!member(body, "json_schema").is_null()) {
+        if (!member(body, "json_schema").is_object()) throw bad_field("json_schema", "must be a JSON Schema object");
+        request.json_schema = member(body, "json_schema");
+        request.constraint_field = "json_schema";
+        ++given;
+    }
+    if (!member(body, "grammar").is_null()) {
+        if (!member(body, "grammar").is_string()) throw bad_field("grammar", "must be a GBNF grammar, as a string");
+        request.grammar = member(body, "grammar").get<std::string>();
+        request.constraint_field = "grammar";
+        ++given;
+    }
+    if (given > 1) throw bad_field(request.constraint_field, "comes with another constraint: give one of response_format, json_schema and grammar");
+}
+
+// Chat: logprobs true and top_logprobs N; completions: logprobs N (OpenAI's legacy form).
+void parse_logprobs(const json& body, Endpoint endpoint, CompletionRequest& request) {
+    int& top = request.sampling.top_logprobs;
+    if (endpoint == Endpoint::Completions) {
+        if (!member(body, "logprobs").is_null()) top = int(integer_field(body, "logprobs", 0, sampling::max_top_logprobs));
+        return;
+    }
+    const bool wanted = !member(body, "logprobs").is_null() && bool_field(body, "logprobs");
+    if (!member(body, "top_logprobs").is_null()) {
+        const int n = int(integer_field(body, "top_logprobs", 0, sampling::max_top_logprobs));
+        if (!wanted) throw bad_field("top_logprobs", "needs logprobs: true");
+        top = n;
+    } else if (wanted) {
+        top = 0;
+    }
+}
+
+// {"token id": bias}: -100 bans a token, 100 all but forces it.
+void parse_logit_bias(const json& body, sampling::SamplerParams& params) {
+    const json& biases = member(body, "logit_bias");
+    if (biases.is_null()) return;
+    if (!biases.is_object()) throw bad_field("logit_bias", "must map token ids (as strings) to numbers from -100 to 100");
+    for (const auto& [key, value] : biases.items()) {
+        const std::string field = fmt::format("logit_bias.{}", key);
+        int64_t id = -1;
+        const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
+        if (error != std::errc() || end != key.data() + key.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
+            throw bad_field(field, "is not a token id");
+        if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 || value.get<double>() > 100)
+            throw bad_field(field, "must be a number from -100 to 100");
+        params.logit_bias.emplace_back(int32_t(id), float(value.get<double>()));
+    }
+}
+
 // tools, tool_choice and parallel_tool_calls.
 void parse_tools(const json& body, CompletionRequest& request) {
     const json& tools = member(body, "tools");
@@ -291,6 +365,10 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text, cons
             if (given(field)) throw bad_field(field, "applies to /v1/chat/completions only");
     }
 
+    parse_constraint(body, request);
+    parse_logprobs(body, endpoint, request);
+    parse_logit_bias(body, request.sampling);
+
     sampling::SamplerParams& s = request.sampling;
     if (given("temperature")) s.temperature = float(number_field(body, "temperature", 0, 2));
     if (given("top_p")) s.top_p = float(number_field(body, "top_p", 0, 1));
@@ -318,6 +396,8 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text, cons
     if (given("echo")) {
         if (endpoint != Endpoint::Completions) throw bad_field("echo", "applies to /v1/completions only");
         request.echo = bool_field(body, "echo");
+        if (request.echo && request.sampling.top_logprobs >= 0)
+            throw bad_field("logprobs", "is not given for the prompt's tokens: leave out echo");
     }
     if (given("ignore_eos")) request.ignore_eos = bool_field(body, "ignore_eos");
     if (given("stream")) request.stream = bool_field(body, "stream");
@@ -444,11 +524,46 @@ json envelope(const ResponseContext& context, bool chunk) {
             {"system_fingerprint", "vkllm"}};
 }
 
-json choice(const ResponseContext& context, json content, json finish, bool chunk) {
+// A token's entry: llama-server's {id, token, logprob, bytes}, OpenAI's without the id.
+json token_json(const TokenChoice& token) {
+    json bytes = json::array();
+    for (char c : token.piece) bytes.push_back(uint8_t(c));
+    return {{"id", token.id}, {"token", token.piece}, {"logprob", token.logprob}, {"bytes", std::move(bytes)}};
+}
+
+// Chat's {"content": [...]}; completions' legacy tokens, token_logprobs, top_logprobs and text_offset,
+// with the chat form beside them (as llama-server answers) for clients that read that.
+json logprobs_json(Endpoint endpoint, const TokenLogprobs& logprobs) {
+    if (!logprobs.asked) return nullptr;
+    json content = json::array();
+    for (const ReplyToken& token : logprobs.tokens) {
+        json entry = token_json(token.sampled);
+        json top = json::array();
+        for (const TokenChoice& alternative : token.top) top.push_back(token_json(alternative));
+        entry["top_logprobs"] = std::move(top);
+        content.push_back(std::move(entry));
+    }
+    if (endpoint == Endpoint::ChatCompletions) return {{"content", std::move(content)}, {"refusal", nullptr}};
+    json tokens = json::array(), token_logprobs = json::array(), top_logprobs = json::array(), text_offset = json::array();
+    size_t offset = logprobs.text_offset;
+    for (const ReplyToken& token : logprobs.tokens) {
+        tokens.push_back(token.sampled.piece);
+        token_logprobs.push_back(token.sampled.logprob);
+        json top = json::object();
+        for (const TokenChoice& alternative : token.top) top[alternative.piece] = alternative.logprob;
+        top_logprobs.push_back(std::move(top));
+        text_offset.push_back(offset);
+        offset += token.sampled.piece.size();
+    }
+    return {{"tokens", std::move(tokens)}, {"token_logprobs", std::move(token_logprobs)}, {"top_logprobs", std::move(top_logprobs)},
+            {"text_offset", std::move(text_offset)}, {"content", std::move(content)}};
+}
+
+json choice(const ResponseContext& context, json content, json finish, bool chunk, const TokenLogprobs& logprobs = {}) {
     json c = {{"index", 0}};
     if (context.endpoint == Endpoint::ChatCompletions) c[chunk ? "delta" : "message"] = std::move(content);
     else c["text"] = std::move(content);
-    c["logprobs"] = nullptr;
+    c["logprobs"] = logprobs_json(context.endpoint, logprobs);
     c["finish_reason"] = std::move(finish);
     return c;
 }
@@ -469,24 +584,24 @@ json tool_calls_json(const std::vector<ReplyCall>& calls, bool indexed) {
 }  // namespace
 
 nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const std::vector<ReplyCall>& calls,
-                                     const engine::Completion& completion) {
+                                     const engine::Completion& completion, const TokenLogprobs& logprobs) {
     json body = envelope(context, false);
     json content = text;
     if (context.endpoint == Endpoint::ChatCompletions) {
         content = {{"role", "assistant"}, {"content", text.empty() && !calls.empty() ? json() : json(text)}};
         if (!calls.empty()) content["tool_calls"] = tool_calls_json(calls, false);
     }
-    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish, !calls.empty()), false)});
+    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish, !calls.empty()), false, logprobs)});
     body["usage"] = usage(completion);
     return body;
 }
 
-nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::string& text, bool first) {
+nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::string& text, bool first, const TokenLogprobs& logprobs) {
     json body = envelope(context, true);
     json content = text;
     if (context.endpoint == Endpoint::ChatCompletions)
         content = first ? json{{"role", "assistant"}, {"content", text}} : json{{"content", text}};
-    body["choices"] = json::array({choice(context, std::move(content), nullptr, true)});
+    body["choices"] = json::array({choice(context, std::move(content), nullptr, true, logprobs)});
     return body;
 }
 
@@ -498,10 +613,11 @@ nlohmann::ordered_json tool_calls_chunk(const ResponseContext& context, const st
     return body;
 }
 
-nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion, bool called) {
+nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion, bool called,
+                                   const TokenLogprobs& logprobs) {
     json body = envelope(context, true);
     json content = context.endpoint == Endpoint::ChatCompletions ? json::object() : json("");
-    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish, called), true)});
+    body["choices"] = json::array({choice(context, std::move(content), finish_reason(completion.finish, called), true, logprobs)});
     return body;
 }
 

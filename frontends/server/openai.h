@@ -4,6 +4,7 @@
 // A bad request becomes an ApiError: OpenAI's error shape with a status code and the field it names.
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -48,6 +49,12 @@ struct CompletionRequest {
     bool stream = false;
     bool include_usage = false;                 // stream_options.include_usage
     bool echo = false;                          // completions: the prompt's text before the reply's
+    // What constrains the reply's text, to be compiled into sampling.grammar: llama-server's `grammar`
+    // (GBNF), or a JSON Schema (its `json_schema`, or response_format json_schema / json_object).
+    std::string grammar;
+    nlohmann::ordered_json json_schema;  // null: none
+    bool json_schema_strict = true;
+    std::string constraint_field;        // the field that gave it, for errors
     bool ignore_eos = false;                    // llama-server's: end-of-generation tokens are text
 };
 
@@ -85,6 +92,18 @@ struct ResponseContext {
     int64_t created;
 };
 
+// A token and its log-probability, as a response shows it.
+struct TokenChoice {
+    int32_t id;
+    std::string piece;  // the token's bytes (not always whole UTF-8)
+    double logprob;
+};
+// A reply token's log-probabilities (logprobs): the sampled token and the most likely ones.
+struct ReplyToken {
+    TokenChoice sampled;
+    std::vector<TokenChoice> top;
+};
+
 // A tool call of a reply, with the id the server gave it.
 struct ReplyCall {
     std::string id, name, arguments;  // arguments: a JSON object as text
@@ -93,14 +112,23 @@ struct ReplyCall {
 // OpenAI's: "stop", "length", or "tool_calls" for a reply that called tools.
 std::string finish_reason(engine::FinishReason reason, bool called = false);
 nlohmann::ordered_json usage(const engine::Completion& completion);
+// `tokens`: with logprobs asked for, the log-probabilities of the reply's (or this chunk's) tokens;
+// `text_offset`: where the first of them starts in the choice's text (completions' text_offset).
+struct TokenLogprobs {
+    bool asked = false;
+    std::span<const ReplyToken> tokens;
+    size_t text_offset = 0;
+};
 nlohmann::ordered_json response_body(const ResponseContext& context, const std::string& text, const std::vector<ReplyCall>& calls,
-                                     const engine::Completion& completion);
+                                     const engine::Completion& completion, const TokenLogprobs& logprobs = {});
 // A stream chunk with new text; with `first` a chat chunk also carries the assistant role.
-nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::string& text, bool first);
+nlohmann::ordered_json text_chunk(const ResponseContext& context, const std::string& text, bool first,
+                                  const TokenLogprobs& logprobs = {});
 // A stream chunk with a reply's tool calls, each whole (delta.tool_calls).
 nlohmann::ordered_json tool_calls_chunk(const ResponseContext& context, const std::vector<ReplyCall>& calls, bool first);
 // The last chunk of a stream, with the finish reason (and no text).
-nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion, bool called = false);
+nlohmann::ordered_json final_chunk(const ResponseContext& context, const engine::Completion& completion, bool called = false,
+                                   const TokenLogprobs& logprobs = {});
 // The chunk stream_options.include_usage asks for after the last: no choices, the usage.
 nlohmann::ordered_json usage_chunk(const ResponseContext& context, const engine::Completion& completion);
 

@@ -12,6 +12,7 @@
 #include "chat/prompt.h"
 #include "chat/tool_calls.h"
 #include "engine/embeddings.h"
+#include "sampling/json_schema.h"
 #include "core/error.h"
 #include "openai.h"
 #include "vision/prompt.h"
@@ -85,6 +86,26 @@ struct Exchange {
     bool first = true;
     // A chat with tools: the reply's calls are held back from its text and parsed at its end.
     std::optional<chat::ReplySplitter> splitter;
+    // With logprobs asked for: every reply token's, and how many a stream has sent.
+    const tokenizer::Tokenizer* tokenizer = nullptr;
+    bool logprobs_asked = false;
+    std::vector<ReplyToken> tokens;
+    size_t tokens_sent = 0, bytes_sent = 0;
+
+    void on_logprobs(const sampling::TokenLogprobs& logprobs) {
+        auto choice = [&](const sampling::TokenLogprob& token) {
+            return TokenChoice{token.id, tokenizer->token_to_piece(token.id, true), token.logprob};
+        };
+        ReplyToken& token = tokens.emplace_back(ReplyToken{choice(logprobs.sampled), {}});
+        for (const sampling::TokenLogprob& alternative : logprobs.top) token.top.push_back(choice(alternative));
+    }
+
+    // The tokens not sent yet, for the chunk about to go out.
+    TokenLogprobs unsent_logprobs() {
+        TokenLogprobs unsent{logprobs_asked, std::span(tokens).subspan(tokens_sent), bytes_sent};
+        for (; tokens_sent < tokens.size(); ++tokens_sent) bytes_sent += tokens[tokens_sent].sampled.piece.size();
+        return unsent;
+    }
 
     void begin_stream() { reply->begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}}); }
 
@@ -96,7 +117,7 @@ struct Exchange {
         }
         if (!shown.empty() || !echo.empty()) {
             begin_stream();
-            reply->write(sse_event(text_chunk(context, std::exchange(echo, {}) + shown, std::exchange(first, false))));
+            reply->write(sse_event(text_chunk(context, std::exchange(echo, {}) + shown, std::exchange(first, false), unsent_logprobs())));
         }
         return !reply->gone();
     }
@@ -124,9 +145,9 @@ struct Exchange {
             std::string rest;
             const std::vector<ReplyCall> made = calls(rest);
             rest = std::exchange(echo, {}) + rest;
-            if (!rest.empty()) reply->write(sse_event(text_chunk(context, rest, std::exchange(first, false))));
+            if (!rest.empty()) reply->write(sse_event(text_chunk(context, rest, std::exchange(first, false), unsent_logprobs())));
             if (!made.empty()) reply->write(sse_event(tool_calls_chunk(context, made, std::exchange(first, false))));
-            reply->write(sse_event(final_chunk(context, done, !made.empty())));
+            reply->write(sse_event(final_chunk(context, done, !made.empty(), unsent_logprobs())));
             if (include_usage) reply->write(sse_event(usage_chunk(context, done)));
         }
         reply->write("data: [DONE]\n\n");
@@ -140,7 +161,7 @@ struct Exchange {
             return send_json(*reply, 503, ApiError(503, "the server stopped before the request started", "server_error").body());
         std::string rest;
         const std::vector<ReplyCall> made = calls(rest);
-        send_json(*reply, 200, response_body(context, echo + text + rest, made, done));
+        send_json(*reply, 200, response_body(context, echo + text + rest, made, done, {logprobs_asked, tokens, 0}));
     }
 
     // An exception here (memory, a bug) must not reach the scheduler's thread, which serves every
@@ -152,6 +173,13 @@ struct Exchange {
                     } catch (const std::exception& error) {
                         exchange->fail(error);
                         return false;
+                    }
+                },
+                .on_logprobs = [exchange](const sampling::TokenLogprobs& logprobs) {
+                    try {
+                        exchange->on_logprobs(logprobs);
+                    } catch (const std::exception& error) {
+                        exchange->fail(error);
                     }
                 },
                 .on_done = [exchange](const engine::Completion& done) {
@@ -238,6 +266,12 @@ struct Server::Impl {
         if (path == "/v1/chat/completions" || path == "/chat/completions") endpoint = Endpoint::ChatCompletions;
         if (path == "/v1/completions" || path == "/completions") endpoint = Endpoint::Completions;
         const bool embeddings = path == "/v1/embeddings" || path == "/embeddings";
+        if (path == "/apply-template") {  // llama-server's: the prompt a chat request renders, not run
+            if (!post) return wrong_method(*reply, "POST");
+            return on_request_thread(reply, [this, body = std::move(request.body), reply] {
+                send_json(*reply, 200, {{"prompt", render(parse_request(Endpoint::ChatCompletions, body, {.images = true}))}});
+            });
+        }
         if (!endpoint && !embeddings)
             return refuse(*reply, ApiError(404, fmt::format("no such route '{}': see GET /v1/models, POST /v1/chat/completions, "
                                                             "POST /v1/completions and POST /v1/embeddings", path),
@@ -247,10 +281,18 @@ struct Server::Impl {
             return refuse(*reply, ApiError(501, embeddings ? "this server runs completions: start it with --embeddings to serve embeddings"
                                                            : "this server serves embeddings only (an encoder model, or --embeddings)",
                                            "invalid_request_error", "not_supported"));
-        boost::asio::post(request_threads, [this, endpoint, body = std::move(request.body), reply]() mutable {
+        on_request_thread(reply, [this, endpoint, body = std::move(request.body), reply] {
+            if (endpoint) complete(*endpoint, body, reply);
+            else embed(body, *reply);
+        });
+    }
+
+    // Runs a request's work on a request thread; what it throws is that request's error.
+    template <class Work>
+    void on_request_thread(std::shared_ptr<http::Reply> reply, Work work) {
+        boost::asio::post(request_threads, [this, reply = std::move(reply), work = std::move(work)]() mutable {
             try {
-                if (endpoint) complete(*endpoint, body, reply);
-                else embed(body, *reply);
+                work();
             } catch (const ApiError& error) {
                 refuse(*reply, error);
             } catch (const std::exception& error) {
@@ -347,6 +389,25 @@ struct Server::Impl {
         return text;
     }
 
+    // What the reply must match: a forced tool call's grammar, or the request's grammar or JSON Schema.
+    std::shared_ptr<const sampling::Grammar> constraint(const CompletionRequest& request) const {
+        try {
+            if (calls_forced(request)) {
+                nlohmann::ordered_json tools = nlohmann::ordered_json::array();
+                for (const auto& tool : request.tools)
+                    if (request.tool_choice != ToolChoice::Named || tool["function"]["name"] == request.tool_name) tools.push_back(tool);
+                return chat::call_grammar(tool_format.syntax, tools, request.parallel_tool_calls);
+            }
+            if (!request.grammar.empty()) return sampling::Grammar::parse(request.grammar);
+            if (!request.json_schema.is_null())
+                return sampling::json_schema_grammar(request.json_schema, {.strict = request.json_schema_strict});
+        } catch (const Error& error) {
+            const std::string field = calls_forced(request) ? "tools" : request.constraint_field;
+            throw ApiError(400, fmt::format("'{}': {}", field, error.what()), "invalid_request_error", "invalid_value", field);
+        }
+        return nullptr;
+    }
+
     static bool calls_forced(const CompletionRequest& request) {
         return request.tool_choice == ToolChoice::Required || request.tool_choice == ToolChoice::Named;
     }
@@ -369,20 +430,8 @@ struct Server::Impl {
                            "invalid_request_error", "context_length_exceeded", param);
     }
 
-    // The engine's request: the prompt rendered and tokenized (with images, its chunks; the images
-    // move out of `request`) and the sampling; the limits are left to fill.
-    engine::Request prompt_of(CompletionRequest& request) const {
-        const tokenizer::Tokenizer& tokenizer = engine.tokenizer();
-        engine::Request prompt{.sampling = request.sampling};
-        if (!request.prompt_tokens.empty()) {
-            prompt.prompt = request.prompt_tokens;
-            return prompt;
-        }
-        if (request.endpoint == Endpoint::Completions) {
-            check_prompt_bytes(request.prompt.size(), "prompt");
-            prompt.prompt = tokenizer.tokenize(request.prompt, true, true);
-            return prompt;
-        }
+    // A chat's prompt text: the messages (and tools) through the model's template.
+    std::string render(const CompletionRequest& request) const {
         std::string rendered;
         try {
             if (request.tools.is_null()) {
@@ -397,6 +446,24 @@ struct Server::Impl {
         }
         // A reply that must call a tool starts with the call's opening, as if the model had written it.
         if (calls_forced(request)) rendered += chat::call_opening(tool_format.syntax);
+        return rendered;
+    }
+
+    // The engine's request: the prompt rendered and tokenized (with images, its chunks; the images
+    // move out of `request`) and the sampling; the limits are left to fill.
+    engine::Request prompt_of(CompletionRequest& request) const {
+        const tokenizer::Tokenizer& tokenizer = engine.tokenizer();
+        engine::Request prompt{.sampling = request.sampling};
+        if (!request.prompt_tokens.empty()) {
+            prompt.prompt = request.prompt_tokens;
+            return prompt;
+        }
+        if (request.endpoint == Endpoint::Completions) {
+            check_prompt_bytes(request.prompt.size(), "prompt");
+            prompt.prompt = tokenizer.tokenize(request.prompt, true, true);
+            return prompt;
+        }
+        const std::string rendered = render(request);
         check_prompt_bytes(rendered.size(), "messages");
         if (request.images.empty()) {
             prompt.prompt = chat::prompt_tokens(tokenizer, rendered);
@@ -420,6 +487,11 @@ struct Server::Impl {
                                                                    .max_prompt_bytes = prompt_byte_bound(),
                                                                    .n_ctx = n_ctx});
         if (!request.model.empty() && request.model != options.model_id) throw model_not_found(request.model);
+        for (const auto& [id, bias] : request.sampling.logit_bias)
+            if (uint32_t(id) >= engine.info().n_vocab)
+                throw ApiError(400, fmt::format("'logit_bias' names token {}, outside the vocabulary of {}", id, engine.info().n_vocab),
+                               "invalid_request_error", "invalid_value", fmt::format("logit_bias.{}", id));
+        request.sampling.grammar = constraint(request);
         engine::Request prompt = prompt_of(request);
         size_t n_prompt = prompt.prompt.size();
         for (const vision::PromptChunk& chunk : prompt.chunks)
@@ -433,7 +505,8 @@ struct Server::Impl {
 
         engine::GenerationLimits& limits = prompt.limits;
         limits = {.max_tokens = request.max_tokens.value_or(UINT32_MAX), .stops = {.strings = request.stop},
-                  .ignore_eos = request.ignore_eos};
+                  .ignore_eos = request.ignore_eos,
+                  .control_text = !request.tools.is_null() && request.tool_choice != ToolChoice::None};
         if (endpoint == Endpoint::ChatCompletions) {
             const engine::StopSet& template_stops = engine.template_stops();
             limits.stops.tokens = template_stops.tokens;
@@ -443,6 +516,8 @@ struct Server::Impl {
         exchange->context = {endpoint, fmt::format("{}-{:x}", endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", next_id++),
                              options.model_id, int64_t(std::time(nullptr))};
         exchange->stream = request.stream;
+        exchange->tokenizer = &engine.tokenizer();
+        exchange->logprobs_asked = request.sampling.top_logprobs >= 0;
         if (!request.tools.is_null() && request.tool_choice != ToolChoice::None) {
             exchange->splitter.emplace(tool_format.syntax);
             if (calls_forced(request)) exchange->splitter->push(chat::call_opening(tool_format.syntax));

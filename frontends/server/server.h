@@ -1,7 +1,8 @@
 #pragma once
 // The HTTP front of `vkllm serve`: OpenAI's routes over the engine's scheduler.
 //   POST /v1/chat/completions, POST /v1/completions (stream: server-sent events), GET /v1/models,
-//   GET /v1/models/{id}, GET /health, GET /metrics (Prometheus text), OPTIONS (CORS preflight);
+//   GET /v1/models/{id}, GET /health, GET /metrics (Prometheus text), OPTIONS (CORS preflight),
+//   POST /apply-template (llama-server's: the prompt a chat request renders);
 //   or, serving embeddings (an encoder, or --embeddings), POST /v1/embeddings in place of completions.
 // Every error is OpenAI's shape ({"error": {"message", "type", "code", "param"}}) with a 4xx/5xx status;
 // one client's bad request, slow connection or disconnect never touches the others' requests.

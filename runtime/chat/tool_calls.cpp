@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "sampling/json_schema.h"
 
 namespace vkllm::chat {
 namespace {
@@ -57,6 +58,12 @@ size_t skip_space(std::string_view text, size_t at) {
     return at;
 }
 
+// A call's JSON that starts at `at` (or has not started yet) and runs to the end of the text unclosed:
+// the reply was cut (max_tokens, the context) in the middle of it.
+bool cut_off(std::string_view text, size_t at) {
+    return at >= text.size() || ((text[at] == '{' || text[at] == '[') && !json_end(text, at));
+}
+
 // A call object {"name": "...", "arguments" | "parameters": {...} or a JSON string of one}.
 std::optional<ToolCall> call_of(const json& object) {
     if (!object.is_object() || !object.contains("name") || !object["name"].is_string()) return std::nullopt;
@@ -77,6 +84,11 @@ ParsedReply parse_hermes(std::string_view text) {
         const size_t open = text.find(hermes_open, at);
         if (open == std::string_view::npos) break;
         const size_t body = skip_space(text, open + hermes_open.size());
+        if (cut_off(text, body)) {  // a call the reply's end cut: nothing to show of it
+            reply.content += text.substr(at, open - at);
+            at = text.size();
+            break;
+        }
         const auto value = json_at(text, body);
         const std::optional<ToolCall> call = value ? call_of(value->first) : std::nullopt;
         if (!call) break;
@@ -96,6 +108,7 @@ ParsedReply parse_mistral(std::string_view text) {
     const size_t open = text.find(mistral_open);
     if (open == std::string_view::npos) return {std::string(text), {}};
     size_t at = skip_space(text, open + mistral_open.size());
+    if (cut_off(text, at)) return {std::string(trimmed(text.substr(0, open))), {}};
     if (at < text.size() && text[at] == '[') {  // [{"name": ..., "arguments": ...}, ...]
         const auto value = json_at(text, at);
         if (!value || !value->first.is_array()) return {std::string(text), {}};
@@ -244,6 +257,41 @@ std::string_view call_opening(ToolSyntax syntax) {
         case ToolSyntax::Llama3: return "";
     }
     return "";
+}
+
+std::shared_ptr<const sampling::Grammar> call_grammar(ToolSyntax syntax, const json& tools, bool parallel) {
+    check_tools(tools);
+    // One call: {"name": one tool's name, "arguments": what its parameters allow}, in that order.
+    const char* arguments_key = syntax == ToolSyntax::Llama3 ? "parameters" : "arguments";
+    json any_call = json::array();
+    for (const json& tool : tools) {
+        const json& function = tool["function"];
+        const json parameters = function.contains("parameters") ? function["parameters"] : json{{"type", "object"}};
+        any_call.push_back({{"type", "object"},
+                            {"properties", {{"name", {{"const", function["name"]}}}, {arguments_key, parameters}}},
+                            {"required", {"name", arguments_key}}});
+    }
+    std::string call_rules;
+    try {
+        call_rules = sampling::json_schema_to_gbnf(any_call.size() == 1 ? any_call[0] : json{{"anyOf", any_call}});
+    } catch (const Error& error) {
+        fail("the tools' parameters: {}", error.what());
+    }
+    // The schema's grammar starts at its `root`: one call. Around it, the syntax's own text.
+    std::string reply;
+    switch (syntax) {
+        case ToolSyntax::Hermes:  // the opening <tool_call>\n is already written
+            reply = parallel ? R"(tool-reply ::= root "\n</tool_call>" ("\n<tool_call>\n" root "\n</tool_call>")*)"
+                             : R"(tool-reply ::= root "\n</tool_call>")";
+            break;
+        case ToolSyntax::Mistral:  // after [TOOL_CALLS]
+            reply = parallel ? R"(tool-reply ::= " "? "[" root ("," " "? root)* "]")" : R"(tool-reply ::= " "? "[" root "]")";
+            break;
+        case ToolSyntax::Llama3:
+            reply = parallel ? R"(tool-reply ::= root ("; " root)*)" : "tool-reply ::= root";
+            break;
+    }
+    return sampling::Grammar::parse(reply + "\n" + call_rules, "tool-reply");
 }
 
 ParsedReply parse_reply(ToolSyntax syntax, std::string_view text) {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/prompt.h"
+#include "sampling/grammar.h"
 
 namespace vkllm::chat {
 
@@ -70,9 +71,9 @@ private:
     bool started_ = false;   // Llama 3: the reply's first non-space character was seen
 };
 
-// GBNF for the rest of a reply that opened a call: one call (several when `parallel`) of one of
-// `tools`, each naming it and giving arguments valid against its `parameters` schema. Throws a
+// The grammar of the rest of a reply that opened a call: one call (several when `parallel`) of one of
+// `tools`, each naming it and giving arguments valid against its `parameters` JSON Schema. Throws a
 // vkllm::Error naming the tool whose schema cannot be converted.
-std::string call_grammar(ToolSyntax syntax, const nlohmann::ordered_json& tools, bool parallel);
+std::shared_ptr<const sampling::Grammar> call_grammar(ToolSyntax syntax, const nlohmann::ordered_json& tools, bool parallel);
 
 }  // namespace vkllm::chat

@@ -19,7 +19,7 @@ std::string_view finish_reason_name(FinishReason reason) {
 }
 
 TextStream::TextStream(const tokenizer::Tokenizer& tokenizer, GenerationLimits limits, bool strip_leading_space)
-    : tokenizer_(tokenizer), limits_(std::move(limits)), decoder_(tokenizer), strip_leading_space_(strip_leading_space) {
+    : tokenizer_(tokenizer), limits_(std::move(limits)), decoder_(tokenizer, limits_.control_text), strip_leading_space_(strip_leading_space) {
     std::erase(limits_.stops.strings, std::string());
     // The text is well-formed UTF-8 (StreamDecoder), so stop strings are looked for in that form: one
     // with stray bytes could otherwise match inside a character and cut it.
@@ -109,7 +109,9 @@ Generated generate(model::Session& session, sampling::Sampler& sampler, TextStre
     Generated generated;
     auto emit = [&](const std::string& text) { return text.empty() || on_text(text); };
     for (;;) {
-        const tokenizer::TokenId next = sampler.sample(logits);
+        // The tokens left: max_tokens, and without a shift the context (the last one sampled runs no more).
+        const uint32_t room = shift.enabled ? UINT32_MAX : session.n_ctx() - session.n_past() + 1;
+        const tokenizer::TokenId next = sampler.sample(logits, std::min(stream.tokens_left(), room));
         const uint32_t before = stream.n_tokens();
         const bool shown = emit(stream.push(next));
         if (stream.n_tokens() > before) {

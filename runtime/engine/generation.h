@@ -37,6 +37,7 @@ struct GenerationLimits {
     uint32_t max_tokens = UINT32_MAX;
     StopSet stops;
     bool ignore_eos = false;  // end-of-generation tokens are text like any other
+    bool control_text = false;  // control tokens show as their text (Mistral's [TOOL_CALLS], for a parser)
 };
 
 class TextStream {
@@ -55,6 +56,7 @@ public:
 
     std::optional<FinishReason> finish_reason() const { return finish_; }
     uint32_t n_tokens() const { return n_tokens_; }  // tokens of the reply, the ending one not counted
+    uint32_t tokens_left() const { return limits_.max_tokens - n_tokens_; }  // before max_tokens ends it
 
 private:
     std::string flush();

@@ -226,7 +226,10 @@ void Scheduler::decode_step() {
 void Scheduler::take_token(Active& active, std::span<const float> logits) {
     tokenizer::TokenId id;
     try {
-        id = active.sampler.sample(logits);  // a grammar that no token can continue throws
+        // The tokens the reply may still take: max_tokens, and the context's room (this one included).
+        const model::Session& session = engine_.session();
+        const uint32_t budget = std::min(active.stream.tokens_left(), session.n_ctx() - session.n_past(active.seq));
+        id = active.sampler.sample(logits, budget);  // a grammar that no token can continue throws
     } catch (const std::exception& error) {
         return finish(active, FinishReason::Stop, error.what());
     }

@@ -500,7 +500,41 @@ std::shared_ptr<const Grammar> GbnfParser::compile(uint32_t root) const {
     grammar->rule_alternatives_.push_back(uint32_t(grammar->alternative_starts_.size()));
     grammar->char_sets_ = char_sets_;
     grammar->root_ = root;
+    grammar->measure_lengths();
     return grammar;
+}
+
+namespace {
+
+uint32_t add_lengths(uint32_t a, uint32_t b) { return a >= Grammar::none_shorter - b ? Grammar::none_shorter : a + b; }
+
+}  // namespace
+
+// Each rule's shortest match, by relaxing every alternative until nothing shortens (a rule's length
+// only ever falls, so this ends), then each position's shortest finish of its alternative.
+void Grammar::measure_lengths() {
+    std::vector<uint32_t> rule_length(rule_names_.size(), none_shorter);
+    const auto length_from = [&](uint32_t position) {
+        uint32_t length = 0;
+        for (; elements_[position].kind != Kind::End; ++position)
+            length = add_lengths(length, elements_[position].kind == Kind::Chars ? 1 : rule_length[elements_[position].value]);
+        return length;
+    };
+    for (bool shortened = true; shortened;) {
+        shortened = false;
+        for (uint32_t rule = 0; rule < rule_length.size(); ++rule)
+            for (uint32_t start : alternatives(rule))
+                if (const uint32_t length = length_from(start); length < rule_length[rule]) {
+                    rule_length[rule] = length;
+                    shortened = true;
+                }
+    }
+    rest_length_.assign(elements_.size(), 0);
+    for (size_t i = elements_.size(); i-- > 0;) {
+        const Element& element = elements_[i];
+        if (element.kind == Kind::End) continue;
+        rest_length_[i] = add_lengths(element.kind == Kind::Chars ? 1 : rule_length[element.value], rest_length_[i + 1]);
+    }
 }
 
 std::shared_ptr<const Grammar> GbnfParser::parse(std::string_view root_rule) {

@@ -67,6 +67,10 @@ public:
     }
     const CharSet& char_set(uint32_t index) const { return char_sets_[index]; }
     uint32_t root() const { return root_; }
+    // The fewest code points that finish the alternative from element `position` on (its End: 0);
+    // none_shorter when nothing finishes it.
+    uint32_t rest_length(uint32_t position) const { return rest_length_[position]; }
+    static constexpr uint32_t none_shorter = UINT32_MAX;
     size_t n_elements() const { return elements_.size(); }
     size_t n_rules() const { return rule_names_.size(); }
     const std::string& rule_name(uint32_t rule) const { return rule_names_[rule]; }  // helper rules: "item_3"
@@ -80,7 +84,10 @@ private:
     std::vector<uint32_t> rule_alternatives_;   // rule r's starts: [rule_alternatives_[r], [r + 1])
     std::vector<CharSet> char_sets_;
     std::vector<std::string> rule_names_;
+    std::vector<uint32_t> rest_length_;  // by position
     uint32_t root_ = 0;
+
+    void measure_lengths();
 };
 
 }  // namespace vkllm::sampling

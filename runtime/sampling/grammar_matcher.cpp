@@ -245,6 +245,43 @@ bool GrammarMatcher::allows(TokenId id) {
     return run(tokens_->piece(id), stacks, partial);
 }
 
+// A stack empties by matching the rest of each frame's alternative, the top frame's first: the sum of
+// their rest lengths, remembered per node (the frames below are shared by many stacks).
+uint32_t GrammarMatcher::distance(uint32_t stack) {
+    chain_.clear();
+    uint32_t node = stack;
+    for (; node != empty_stack && nodes_[node].distance == uncomputed; node = nodes_[node].parent) chain_.push_back(node);
+    uint32_t below = node == empty_stack ? 0 : nodes_[node].distance;
+    for (size_t i = chain_.size(); i-- > 0;) {
+        const uint32_t rest = grammar_->rest_length(nodes_[chain_[i]].position);
+        below = rest >= Grammar::none_shorter - below ? Grammar::none_shorter : rest + below;
+        nodes_[chain_[i]].distance = below;
+    }
+    return below;
+}
+
+uint32_t GrammarMatcher::distance(std::span<const uint32_t> stacks) {
+    uint32_t nearest = Grammar::none_shorter;
+    for (uint32_t stack : stacks) nearest = std::min(nearest, distance(stack));
+    return nearest;
+}
+
+uint32_t GrammarMatcher::distance_to_end() { return distance(std::span<const uint32_t>(stacks_)); }
+
+uint32_t GrammarMatcher::distance_after(TokenId id) {
+    if (!tokens_) fail("grammar matcher: token calls need a token table");
+    if (id < 0 || size_t(id) >= tokens_->size()) return Grammar::none_shorter;
+    switch (tokens_->kind(id)) {
+        case TokenTable::Kind::End: return can_end() ? 0 : Grammar::none_shorter;
+        case TokenTable::Kind::Special: return Grammar::none_shorter;
+        case TokenTable::Kind::Text: break;
+    }
+    std::span<const uint32_t> stacks;
+    Partial partial;
+    if (!run(tokens_->piece(id), stacks, partial)) return Grammar::none_shorter;
+    return distance(stacks);
+}
+
 void GrammarMatcher::accept(TokenId id) {
     if (!allows(id)) fail("the grammar does not allow token {} here", id);
     if (tokens_->kind(id) == TokenTable::Kind::Text) accept_text(tokens_->piece(id));

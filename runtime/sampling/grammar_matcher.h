@@ -54,6 +54,11 @@ public:
     const std::vector<uint64_t>* cached_mask();
     // Advances over a token the grammar allows (an end token changes nothing). Throws otherwise.
     void accept(TokenId id);
+    // The fewest code points that complete a match from here (0: complete now), and from the state
+    // token `id` would lead to (Grammar::none_shorter where the grammar refuses it). A reply that
+    // must end within a budget takes only tokens that leave it room to close.
+    uint32_t distance_to_end();
+    uint32_t distance_after(TokenId id);
 
     size_t n_stacks() const { return stacks_.size(); }
 
@@ -70,6 +75,7 @@ private:
         uint32_t char_set;
         uint32_t successors_begin = 0;
         uint32_t successors_count = uncomputed;
+        uint32_t distance = uncomputed;  // the fewest code points that empty this stack
     };
     struct CachedMask {
         std::vector<uint32_t> stacks;
@@ -87,6 +93,8 @@ private:
     uint32_t after(uint32_t position, uint32_t parent);  // the stack once `position` is matched
     void expand(uint32_t stack, std::vector<uint32_t>& out);
     std::span<const uint32_t> successors(uint32_t node);
+    uint32_t distance(uint32_t stack);
+    uint32_t distance(std::span<const uint32_t> stacks);  // the nearest of them
     void initial_state(std::vector<uint32_t>& out);
     // The stacks after code point `c`; false when none takes it.
     bool advance(std::span<const uint32_t> from, uint32_t c, std::vector<uint32_t>& to);
@@ -127,6 +135,7 @@ private:
     size_t work_ = 0;  // stack steps in the current call
     std::vector<uint32_t> walk_[2];
     std::vector<std::vector<uint32_t>> trie_levels_;
+    std::vector<uint32_t> chain_;
 };
 
 }  // namespace vkllm::sampling

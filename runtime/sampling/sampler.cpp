@@ -235,7 +235,27 @@ TokenId Sampler::pick_allowed() {
     return greedy_pick ? allowed_.front().id : draw(allowed_);
 }
 
-TokenId Sampler::sample(std::span<const float> logits) {
+// Among the tokens with a probability, in logit order, those after which the match can close within
+// the rest of the budget (a code point a token at worst); the top-k of them drawn as usual. `chosen`
+// stands when it leaves that room already, or when no token does (the budget was short from the start).
+TokenId Sampler::pick_closing(TokenId chosen, uint32_t budget) {
+    const uint32_t room = budget - 1;  // tokens after this one
+    if (grammar_->distance_after(chosen) <= room) return chosen;
+    candidates_.resize(scratch_.size());
+    for (size_t i = 0; i < scratch_.size(); ++i) candidates_[i] = {TokenId(i), scratch_[i]};
+    std::sort(candidates_.begin(), candidates_.end(), by_logit);
+    const size_t k = params_.temperature <= 0 ? 1 : params_.top_k > 0 ? size_t(params_.top_k) : candidates_.size();
+    allowed_.clear();
+    for (const Candidate& c : candidates_) {
+        if (c.logit == -INFINITY || allowed_.size() == k) break;
+        if (grammar_->distance_after(c.id) <= room) allowed_.push_back(c);
+    }
+    if (allowed_.empty()) return chosen;
+    ++grammar_stats_.closing;
+    return params_.temperature <= 0 ? allowed_.front().id : draw(allowed_);
+}
+
+TokenId Sampler::sample(std::span<const float> logits, uint32_t budget) {
     if (logits.empty()) fail("sampling: empty logits");
     if (params_.top_logprobs >= 0) measure_logprobs(logits);
     scratch_.assign(logits.begin(), logits.end());
@@ -250,7 +270,8 @@ TokenId Sampler::sample(std::span<const float> logits) {
         const std::vector<TokenId> window(recent_.begin(), recent_.end());
         apply_penalties(scratch_, window, params_);
     }
-    const TokenId chosen = grammar_ ? pick_allowed() : pick();
+    TokenId chosen = grammar_ ? pick_allowed() : pick();
+    if (grammar_ && budget != UINT32_MAX && budget > 0) chosen = pick_closing(chosen, budget);
     if (grammar_) grammar_->accept(chosen);
     if (params_.top_logprobs >= 0) {
         const float logit = logits[size_t(chosen)];

@@ -102,7 +102,11 @@ public:
 
     // Picks the next token from one row of logits (not modified), records it, and advances the
     // grammar over it. Throws when the grammar leaves no token with a finite logit.
-    TokenId sample(std::span<const float> logits);
+    // `budget`: the tokens the reply may still take, this one included (its max_tokens, the room in
+    // its context). Under a grammar, once the budget runs short of what the match needs to close,
+    // only tokens that leave room to close it are drawn, so a reply cut by its budget still parses
+    // (JSON whose last string or array ends early) wherever the vocabulary has the closing text.
+    TokenId sample(std::span<const float> logits, uint32_t budget = UINT32_MAX);
     // Records a token chosen elsewhere (the prompt) for the penalties; the grammar never sees it.
     void accept(TokenId token);
     void reset();            // forgets the history, restarts the generator from the seed and the grammar
@@ -114,6 +118,7 @@ public:
     // and those whose state's mask was cached.
     struct GrammarStats {
         uint64_t lazy = 0, masked = 0, cached = 0;
+        uint64_t closing = 0;  // tokens drawn among those that leave room to close within the budget
     };
     const GrammarStats& grammar_stats() const { return grammar_stats_; }
     const SamplerParams& params() const { return params_; }
@@ -131,6 +136,7 @@ private:
     TokenId draw(std::vector<Candidate>& candidates);      // top-p, min-p, temperature and the draw
     TokenId pick();                                        // from scratch_ as it stands
     TokenId pick_allowed();                                // from scratch_, under the grammar
+    TokenId pick_closing(TokenId chosen, uint32_t budget); // `chosen`, or a token that can still close in budget
 
     SamplerParams params_;
     Rng rng_;

@@ -65,8 +65,14 @@ TEST_CASE("replies are parsed into calls for every syntax; malformed calls stay 
     REQUIRE(llama.calls.size() == 1);
     CHECK(llama.calls[0].arguments == R"({"city":"Oslo"})");
 
+    // A reply cut in the middle of a call (max_tokens) keeps the calls before it and shows nothing of it.
+    ParsedReply cut = parse_reply(ToolSyntax::Hermes, "Hi <tool_call>\n{\"name\": \"x\", \"arguments\": {}}\n</tool_call>\n<tool_call>\n{\"name\": \"x\", \"argu");
+    CHECK(cut.content == "Hi");
+    CHECK(cut.calls.size() == 1);
+    CHECK(parse_reply(ToolSyntax::Mistral, "[TOOL_CALLS] [{\"name\": \"x\", \"ar").content.empty());
+
     for (const auto& [syntax, text] : std::vector<std::pair<ToolSyntax, std::string>>{
-             {ToolSyntax::Hermes, "<tool_call>\n{\"name\": \"x\", \"arguments\": {\"a\": "},
+             {ToolSyntax::Hermes, "<tool_call>\n{\"name\": \"x\", \"arguments\": [1]}\n</tool_call>"},
              {ToolSyntax::Hermes, "<tool_call>\n{\"arguments\": {}}\n</tool_call>"},
              {ToolSyntax::Mistral, "[TOOL_CALLS] [{\"name\": 3}]"},
              {ToolSyntax::Llama3, "{\"name\": \"x\", \"parameters\": [1]}"},

@@ -313,6 +313,43 @@ TEST_CASE("under a grammar: only its text, end tokens only where it is complete,
     CHECK_THROWS_WITH_AS(Sampler{dead}, "sampling: a grammar needs the vocabulary's token table", vkllm::Error);
 }
 
+TEST_CASE("a reply under a grammar closes within its budget: the text a budget cuts is a whole match") {
+    const auto table = small_vocabulary();
+    const auto grammar = Grammar::parse(small_json);
+    GrammarMatcher start(grammar, table);
+    CHECK(start.distance_to_end() == 2);  // {}
+    int closed_early = 0;
+    for (uint32_t budget : {2u, 3u, 5u, 8u, 13u, 30u}) {
+        for (uint64_t seed = 0; seed < 20; ++seed) {
+            CAPTURE(budget);
+            CAPTURE(seed);
+            SamplerParams params = plain(seed);
+            params.grammar = grammar;
+            params.top_k = 8;
+            Sampler sampler(params, table);
+            GrammarMatcher reference(grammar, table);
+            Rng rng(seed);
+            std::vector<float> logits(table->size());
+            uint32_t taken = 0;
+            for (; taken < budget; ++taken) {
+                for (float& x : logits) x = float(rng.uniform() * 4);
+                logits[0] = -50.0f;  // the end token unlikely: the reply would run on
+                const TokenId id = sampler.sample(logits, budget - taken);
+                if (id == 0) break;
+                reference.accept(id);
+            }
+            CHECK(reference.can_end());  // cut by its budget or ended, the text parses
+            closed_early += sampler.grammar_stats().closing > 0;
+        }
+    }
+    CHECK(closed_early > 50);  // the budget, not the logits, closed most of them
+    // A budget too short from the start changes nothing: the draw is the unconstrained one.
+    SamplerParams params = plain(5);
+    params.grammar = grammar;
+    std::vector<float> logits(table->size(), 0.0f);
+    CHECK(Sampler(params, table).sample(logits, 1) == Sampler(params, table).sample(logits));
+}
+
 TEST_CASE("logit_bias adds to the raw logits; -100 and below ban") {
     const std::vector<float> row = {1.0f, 3.0f, 2.0f, 0.0f};
     SamplerParams greedy;

@@ -3,12 +3,13 @@
 // against llama.cpp's vectors. run_openai_tests.sh sets VKLLM_BIN and VKLLM_SOURCE_DIR.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, execFileSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import OpenAI from 'openai';
 import { connect, request, ResponseReader, sseEvents, strictText } from './http_client.mjs';
+import { post, serve, stop } from './serve.mjs';
 
 const vkllm = process.env.VKLLM_BIN;
 const sourceDir = process.env.VKLLM_SOURCE_DIR;
@@ -16,41 +17,6 @@ const stories = path.join(sourceDir, 'models', 'stories260K.gguf');
 const bertVocab = path.join(sourceDir, '..', 'shared', 'testdata', 'tokenizer', 'llamacpp', 'ggml-vocab-bert-bge.gguf');
 const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'vkllm-serve-'));
 process.on('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
-
-// Starts `vkllm serve` on a free port; resolves once it listens.
-async function serve(args) {
-  const child = spawn(vkllm, ['serve', '--port', '0', ...args], { stdio: ['ignore', 'ignore', 'pipe'] });
-  let log = '';
-  const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
-  const url = await new Promise((resolve, reject) => {
-    child.stderr.on('data', (data) => {
-      log += data;
-      const found = log.match(/ on (http:\/\/[^ ]+)\/v1 /);
-      if (found) resolve(found[1]);
-    });
-    exited.then(() => reject(new Error(`vkllm serve exited before listening:\n${log}`)));
-  });
-  const { hostname, port } = new URL(url);
-  return { child, url, address: { host: hostname, port: Number(port) }, exited, log: () => log };
-}
-
-async function stop(server) {
-  server.child.kill('SIGTERM');
-  const { code } = await server.exited;
-  assert.equal(code, 0, server.log());
-  assert.doesNotMatch(server.log(), /validation:/);
-}
-
-async function post(address, pathname, body) {
-  const socket = await connect(address);
-  const reader = new ResponseReader(socket);
-  socket.write(request('POST', pathname, { body }));
-  try {
-    return await reader.next(120000);
-  } finally {
-    socket.destroy();
-  }
-}
 
 test('a random-weight model: 16 concurrent requests, half streamed, all 200 with valid UTF-8', async () => {
   const model = path.join(scratch, 'random.gguf');
