@@ -266,7 +266,17 @@ uint32_t GrammarMatcher::distance(std::span<const uint32_t> stacks) {
     return nearest;
 }
 
-uint32_t GrammarMatcher::distance_to_end() { return distance(std::span<const uint32_t>(stacks_)); }
+namespace {
+
+// A character begun but unfinished costs its remaining bytes too: a token each, where only byte tokens
+// can finish it.
+uint32_t with_partial(uint32_t distance, uint32_t remaining) {
+    return distance >= Grammar::none_shorter - remaining ? Grammar::none_shorter : distance + remaining;
+}
+
+}  // namespace
+
+uint32_t GrammarMatcher::distance_to_end() { return with_partial(distance(std::span<const uint32_t>(stacks_)), partial_.remaining); }
 
 uint32_t GrammarMatcher::distance_after(TokenId id) {
     if (!tokens_) fail("grammar matcher: token calls need a token table");
@@ -279,7 +289,7 @@ uint32_t GrammarMatcher::distance_after(TokenId id) {
     std::span<const uint32_t> stacks;
     Partial partial;
     if (!run(tokens_->piece(id), stacks, partial)) return Grammar::none_shorter;
-    return distance(stacks);
+    return with_partial(distance(stacks), partial.remaining);
 }
 
 void GrammarMatcher::accept(TokenId id) {

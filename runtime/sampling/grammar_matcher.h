@@ -55,8 +55,9 @@ public:
     // Advances over a token the grammar allows (an end token changes nothing). Throws otherwise.
     void accept(TokenId id);
     // The fewest code points that complete a match from here (0: complete now), and from the state
-    // token `id` would lead to (Grammar::none_shorter where the grammar refuses it). A reply that
-    // must end within a budget takes only tokens that leave it room to close.
+    // token `id` would lead to (Grammar::none_shorter where the grammar refuses it), a character's
+    // bytes still to come counted one each. A reply that must end within a budget takes only tokens
+    // that leave it room to close.
     uint32_t distance_to_end();
     uint32_t distance_after(TokenId id);
 

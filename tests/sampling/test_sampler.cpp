@@ -343,6 +343,28 @@ TEST_CASE("a reply under a grammar closes within its budget: the text a budget c
         }
     }
     CHECK(closed_early > 50);  // the budget, not the logits, closed most of them
+    // A character split across byte tokens counts its bytes still to come: a 4-byte character begun
+    // with one token left could not be finished.
+    std::vector<std::string> pieces = {"<eos>", "\"", "a", "\xF0", "\x9F", "\x98", "\x80"};
+    std::vector<TokenTable::Kind> kinds(pieces.size(), TokenTable::Kind::Text);
+    kinds[0] = TokenTable::Kind::End;
+    const auto bytes = std::make_shared<TokenTable>(std::move(pieces), std::move(kinds));
+    const auto quoted = Grammar::parse(R"(root ::= "\"" [^"]* "\"")");
+    for (uint32_t budget = 2; budget < 12; ++budget)
+        for (uint64_t seed = 0; seed < 10; ++seed) {
+            SamplerParams params = plain(seed);
+            params.grammar = quoted;
+            Sampler sampler(params, bytes);
+            GrammarMatcher reference(quoted, bytes);
+            std::vector<float> logits = {-50.0f, 0.0f, 0.0f, 3.0f, 3.0f, 3.0f, 3.0f};  // lead bytes likely
+            for (uint32_t taken = 0; taken < budget; ++taken) {
+                const TokenId id = sampler.sample(logits, budget - taken);
+                if (id == 0) break;
+                reference.accept(id);
+            }
+            CAPTURE(budget);
+            CHECK(reference.can_end());
+        }
     // A budget too short from the start changes nothing: the draw is the unconstrained one.
     SamplerParams params = plain(5);
     params.grammar = grammar;

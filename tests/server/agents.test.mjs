@@ -22,14 +22,22 @@ const mistralTemplate = path.join(sourceDir, '..', 'shared', 'testdata', 'chat_t
 const model = 'stories260K';
 const seeds = Array.from({ length: 20 }, (_, i) => i + 1);
 
-let chatml, mistral;
+// stories260K through the ChatML fallback, the same with Mistral Small 3.1's template, and a model of
+// random weights (any token as likely as another: the grammar alone shapes its JSON).
+let chatml, mistral, random;
+const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'vkllm-agents-'));
+process.on('exit', () => fs.rmSync(scratch, { recursive: true, force: true }));
 before(async () => {
   chatml = await serve(['-m', stories, '--parallel', '4', '-c', '2048']);
   if (fs.existsSync(mistralTemplate)) mistral = await serve(['-m', stories, '--parallel', '4', '-c', '4096', '--chat-template-file', mistralTemplate]);
+  const synth = path.join(scratch, 'random.gguf');
+  execFileSync(vkllm, ['synth', '--arch', 'llama', '--preset', 'tiny', '--type', 'q8_0', '--seed', '7', '-o', synth], { stdio: 'ignore' });
+  random = await serve(['-m', synth, '--alias', model, '--parallel', '4', '-c', '2048']);
 });
 after(async () => {
-  for (const server of [chatml, mistral]) if (server) await stop(server);
+  for (const server of [chatml, mistral, random]) if (server) await stop(server);
 });
+const structuredServers = [['stories260K', () => chatml], ['a random-weight synth model', () => random]];
 const clientOf = (server) => new OpenAI({ baseURL: `${server.url}/v1`, apiKey: 'none', maxRetries: 0 });
 
 async function postJson(server, pathname, body) {
@@ -37,22 +45,31 @@ async function postJson(server, pathname, body) {
   return { status: response.status, body: await response.json() };
 }
 
-const Cat = z.object({
-  name: z.string().max(12),
+// `text(n)`: a string of at most n characters. JSON Schema's maxLength counts code points; zod's
+// .max() counts UTF-16 units, two for a character past U+FFFF, which a random model writes.
+const catOf = (text) => z.object({
+  name: text(12),
   age: z.number().int().min(0).max(30),
   color: z.enum(['black', 'white', 'orange']),
-  owner: z.object({ name: z.string().max(10), city: z.string().max(10).nullable() }),
-  toys: z.array(z.string().max(8)).min(1).max(3),
-  nickname: z.string().max(8).nullable().optional(),
+  owner: z.object({ name: text(10), city: text(10).nullable() }),
+  toys: z.array(text(8)).min(1).max(3),
+  nickname: text(8).nullable().optional(),
 });
+const Cat = catOf((n) => z.string().max(n));
+const CatInCodePoints = catOf((n) => z.string().refine((s) => [...s].length <= n, `at most ${n} characters`));
 
-test('a zod schema through chat.completions.parse: 20 seeds at temperature 1 parse and validate', async () => {
-  const client = clientOf(chatml);
+for (const [name, server] of structuredServers) test(`${name}: a zod schema through chat.completions.parse, 20 seeds at temperature 1 parse and validate`, async () => {
+  const client = clientOf(server());
   for (const seed of seeds) {
-    const completion = await client.chat.completions.parse({
-      model, seed, temperature: 1, max_tokens: 400,
-      messages: [{ role: 'user', content: 'Describe a cat.' }],
-      response_format: zodResponseFormat(Cat, 'cat') });
+    const request = { model, seed, temperature: 1, max_tokens: 400, messages: [{ role: 'user', content: 'Describe a cat.' }],
+      response_format: zodResponseFormat(Cat, 'cat') };
+    if (server() === random) {  // the client's own zod check would count UTF-16 units: parse and check here
+      const completion = await client.chat.completions.create(request);
+      assert.equal(completion.choices[0].finish_reason, 'stop', `seed ${seed}: ${completion.choices[0].message.content}`);
+      CatInCodePoints.parse(JSON.parse(completion.choices[0].message.content));
+      continue;
+    }
+    const completion = await client.chat.completions.parse(request);
     const message = completion.choices[0].message;
     assert.equal(completion.choices[0].finish_reason, 'stop', `seed ${seed}: ${message.content}`);
     assert.ok(message.parsed, `seed ${seed}: ${message.content}`);
@@ -60,7 +77,7 @@ test('a zod schema through chat.completions.parse: 20 seeds at temperature 1 par
   }
 });
 
-test('a JSON Schema with optional properties and $refs: every reply validates', async () => {
+for (const [name, server] of structuredServers) test(`${name}: a JSON Schema with optional properties and $refs, every reply validates`, async () => {
   const Point = z.object({ x: z.number().int().min(-9).max(9), y: z.number().int().min(-9).max(9) }).strict();
   const Shape = z.object({ kind: z.enum(['line', 'path']), points: z.array(Point).min(2).max(4), label: z.string().max(6).optional() }).strict();
   const schema = {
@@ -71,16 +88,16 @@ test('a JSON Schema with optional properties and $refs: every reply validates', 
     required: ['kind', 'points'] };
   let labelled = 0;
   for (const seed of seeds) {
-    const reply = await postJson(chatml, '/v1/completions', { prompt: 'A shape:', seed, temperature: 1, max_tokens: 300, json_schema: schema });
+    const reply = await postJson(server(), '/v1/completions', { prompt: 'A shape:', seed, temperature: 1, max_tokens: 300, json_schema: schema });
     assert.equal(reply.status, 200);
     const shape = Shape.parse(JSON.parse(reply.body.choices[0].text));
     if (shape.label !== undefined) ++labelled;
   }
-  console.log(`${labelled} of ${seeds.length} shapes had the optional label`);
+  console.log(`${name}: ${labelled} of ${seeds.length} shapes had the optional label`);
 });
 
-test('json_object output always parses, cut by max_tokens or not; a GBNF date grammar always matches', async () => {
-  const client = clientOf(chatml);
+for (const [name, server] of structuredServers) test(`${name}: json_object output always parses, cut by max_tokens or not; a GBNF date grammar always matches`, async () => {
+  const client = clientOf(server());
   // stories260K fills JSON strings with stories that never end: max_tokens cuts them, and the reply
   // still closes its strings and braces within it.
   for (const seed of seeds.slice(0, 10)) {
@@ -95,7 +112,7 @@ year ::= [12] [0-9] [0-9] [0-9]
 month ::= "0" [1-9] | "1" [0-2]
 day ::= "0" [1-9] | [12] [0-9] | "3" [01]`;
   for (const seed of seeds) {
-    const reply = await postJson(chatml, '/v1/completions', { prompt: 'The date was', seed, temperature: 1, max_tokens: 20, grammar });
+    const reply = await postJson(server(), '/v1/completions', { prompt: 'The date was', seed, temperature: 1, max_tokens: 20, grammar });
     assert.equal(reply.status, 200);
     assert.match(reply.body.choices[0].text, /^[12][0-9]{3}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$/);
     assert.equal(reply.body.choices[0].finish_reason, 'stop');
