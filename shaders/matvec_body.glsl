@@ -69,8 +69,10 @@ float input_scale() {
             return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
         }
         // Each subgroup sums all of x itself: no barrier, which would make lavapipe run the workgroup's
-        // invocations as coroutines.
-        for (uint i = gl_SubgroupInvocationID; i < p.cols / 4; i += gl_SubgroupSize) sum_squares += dot(x_at(i), x_at(i));
+        // invocations as coroutines. Its lanes step by the lanes it has: a workgroup smaller than the
+        // subgroup (or not a multiple of it) leaves a subgroup short of gl_SubgroupSize.
+        const uint lanes = min(gl_SubgroupSize, gl_WorkGroupSize.x - gl_SubgroupID * gl_SubgroupSize);
+        for (uint i = gl_SubgroupInvocationID; i < p.cols / 4; i += lanes) sum_squares += dot(x_at(i), x_at(i));
         return inversesqrt(subgroupAdd(sum_squares) / float(p.cols) + p.eps);
     }
 #endif

@@ -92,11 +92,16 @@ TEST_CASE("matvec inputs give the same result for every launch shape") {
     const gpu::Capabilities& caps = test::device().caps();
     const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
     // The RMSNorm sum runs over the whole workgroup, whatever its teams: one lane per row, subgroup
-    // teams, and teams spanning subgroups.
+    // teams, and teams spanning subgroups; and over subgroups the workgroup leaves short (half a
+    // subgroup, one and a half: a 16-lane workgroup on a 32-lane subgroup summed half of x^2 on an
+    // NVIDIA H100).
+    const uint32_t short_subgroup = std::max(caps.subgroup_size / 2, 1u);
     const std::vector<ops::MatvecConfig> shapes = {
         {.workgroup_size = 16, .threads_per_row = 1, .rows_per_team = 3},
         {.workgroup_size = 2 * subgroup, .threads_per_row = subgroup, .rows_per_team = 4},
         {.workgroup_size = 8 * subgroup, .threads_per_row = 2 * subgroup, .rows_per_team = 2},
+        {.workgroup_size = short_subgroup, .threads_per_row = 1, .rows_per_team = 3},
+        {.workgroup_size = 3 * short_subgroup, .threads_per_row = 1, .rows_per_team = 2},
     };
     using enum gguf::GgmlType;
     for (Kind kind : {Kind::RmsNorm, Kind::SwiGlu})
