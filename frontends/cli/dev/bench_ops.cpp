@@ -1,6 +1,7 @@
 // vkllm bench-ops [--rows N] [--cols N] [--repeat N] [--type T] [--sweep] [--fastest] [--only SECTION]:
-// GB/s of each matvec kernel on a rows x cols weight (4096 x 4096 by default), next to the streaming ceiling of
-// the same device measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers
+// GB/s of each matvec kernel on a rows x cols weight (4096 x 4096 by default, then the device's own launch
+// on 16384 x 8192, a weight larger than a GPU's L2 cache, whose reads must come from memory), next to the
+// streaming ceiling of the same device measured here: a plain read kernel (shaders/bench_read.comp) through storage buffers
 // and through texel buffers (each matvec is put next to the one of its read path), and vkCmdCopyBuffer.
 // Then the device's matvec of each type on 2, 4 and 8 vectors at once (matvec_batch, a server's decode
 // step) next to matmul on as many, in time per batch against one vector's; the arithmetic ceiling (an
@@ -35,6 +36,7 @@ namespace {
 
 struct Settings {
     uint32_t rows = 4096, cols = 4096, repeat = 20;
+    bool large_shape = true;  // 16384 x 8192 after rows x cols (neither --rows nor --cols given)
     bool sweep = false;     // every launch shape, not only the device's default
     bool fastest = false;   // the fastest run rather than the median (on a machine shared with other work)
     std::string type;       // only this weight type ("q4_K"); empty: all
@@ -48,7 +50,7 @@ std::optional<Settings> parse_settings(Args args) {
                    "GB/s of each matvec kernel on a rows x cols weight, next to the device's streaming ceiling "
                    "(a plain read kernel through storage and texel buffers, and vkCmdCopyBuffer), and on 2-8 "
                    "vectors beside matmul; the FMA ceiling and each matmul's fraction of it; decode attention.");
-    parser.add("--rows", settings.rows, "N", "weight rows")
+    parser.add("--rows", settings.rows, "N", "weight rows (without --rows and --cols: then 16384 x 8192 too)")
         .add("--cols", settings.cols, "N", "weight columns")
         .add("--repeat", settings.repeat, "N", "timed runs; the median is reported")
         .add("--type", settings.type, "T", "only this weight type (q4_K, q8_0...); all when not given")
@@ -56,6 +58,7 @@ std::optional<Settings> parse_settings(Args args) {
         .flag("--fastest", settings.fastest, "report the fastest run instead of the median (a shared machine)")
         .add("--only", settings.only, "SECTION", "only matvec, arithmetic or attention; all when not given");
     if (!parser.parse(args)) return std::nullopt;
+    settings.large_shape = !parser.given("--rows") && !parser.given("--cols");
     for (auto [name, value] : {std::pair{"--rows", settings.rows}, {"--cols", settings.cols}, {"--repeat", settings.repeat}})
         if (value == 0) fail("{} must be at least 1", name);
     if (!settings.only.empty() && settings.only != "matvec" && settings.only != "arithmetic" && settings.only != "attention")
@@ -190,10 +193,11 @@ std::vector<ops::MatvecConfig> launch_shapes(const gpu::Capabilities& caps, gguf
     shapes.back().texel_reads = !chosen.texel_reads;
     if (!options.sweep) return shapes;
     const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
-    for (uint32_t workgroup : {8u, 32u, 64u, 128u})
-        for (uint32_t team : {1u, subgroup, 4 * subgroup, 32u})
+    for (uint32_t workgroup : {8u, 32u, 64u, 128u, 256u})
+        for (uint32_t team : {1u, subgroup, 2 * subgroup, 4 * subgroup, 8 * subgroup})
             for (uint32_t rows : {1u, 2u, 4u, 8u})
-                if (workgroup % team == 0 && (team == 1 || team % subgroup == 0))
+                if (workgroup % team == 0 && (team == 1 || team % subgroup == 0) &&
+                    workgroup <= caps.max_workgroup_invocations)
                     shapes.push_back({workgroup, team, rows, chosen.float16, chosen.texel_reads});
     return shapes;
 }
@@ -235,18 +239,28 @@ void bench_attention(gpu::Device& device, uint32_t keys, uint32_t n_cells, Timin
 }
 
 // Giga-operations per second of a variant of the arithmetic-bound kernel (bench_fma_f32, bench_fma_f16,
-// bench_dot_i8): 256 workgroups of 64 invocations, 512 iterations of 32 chain steps each, a step being
-// 8 operations (a vec4 FMA: 4 multiplies and 4 adds; a packed 4x8-bit dot product accumulated: the same).
+// bench_dot_i8): workgroups of 256 invocations (fewer where the device allows fewer), each running 256
+// iterations of 32 chain steps, a step being 8 operations (a vec4 FMA: 4 multiplies and 4 adds; a packed
+// 4x8-bit dot product accumulated: the same). The grid doubles until one run lasts a millisecond, so that
+// every compute unit holds as many workgroups as it can take and the launch is a small part of the run.
 double ceiling_gops(gpu::Device& device, const char* kernel, Timing timing) {
-    const uint32_t groups = 256, invocations = groups * 64, iterations = 512, steps_per_iteration = 32;
-    const gpu::Pipeline& pipeline = device.pipelines().get(kernel, {{0, 64}});
-    gpu::Buffer sums = device.allocator().create(uint64_t(invocations) * 4, gpu::MemoryDomain::Device);
-    gpu::Dispatch dispatch{.pipeline = &pipeline};
-    dispatch.bindings = {{sums.range(), gpu::Access::Write}};
-    dispatch.params(params::BenchFmaParams{iterations, 0.999f, 0.001f});
-    dispatch.groups = {groups, 1, 1};
-    const double ms = run_ms(device, timing, [&](gpu::Commands& c) { c.record(dispatch); });
-    return 8.0 * invocations * iterations * steps_per_iteration / (ms * 1e6);
+    const gpu::Capabilities& caps = device.caps();
+    const uint32_t local = std::min({256u, caps.max_workgroup_invocations, caps.max_workgroup_size[0]});
+    const uint32_t iterations = 256, steps_per_iteration = 32;
+    const uint32_t most_groups = std::min(caps.max_workgroup_count[0], 1u << 16);
+    const gpu::Pipeline& pipeline = device.pipelines().get(kernel, {{0, local}});
+    auto run_groups = [&](uint32_t groups, Timing runs) {
+        gpu::Buffer sums = device.allocator().create(uint64_t(groups) * local * 4, gpu::MemoryDomain::Device);
+        gpu::Dispatch dispatch{.pipeline = &pipeline};
+        dispatch.bindings = {{sums.range(), gpu::Access::Write}};
+        dispatch.params(params::BenchFmaParams{iterations, 0.999f, 0.001f});
+        dispatch.groups = {groups, 1, 1};
+        return run_ms(device, runs, [&](gpu::Commands& c) { c.record(dispatch); });
+    };
+    uint32_t groups = 64;
+    while (2 * groups <= most_groups && run_groups(groups, {1, true}) < 1.0) groups *= 2;
+    const double ms = run_groups(groups, timing);
+    return 8.0 * groups * local * iterations * steps_per_iteration / (ms * 1e6);
 }
 
 // Each type's matmul on 64 tokens (the device's launch) as a fraction of the arithmetic ceiling of
@@ -301,7 +315,9 @@ void bench_arithmetic(gpu::Device& device, const Settings& options) {
     }
 }
 
-void bench_matvecs(gpu::Device& device, const Settings& options) {
+// Every type's matvec on options.rows x options.cols: with `all_rows`, each launch shape and the 2-8 vector
+// batches beside matmul; else the device's launch alone.
+void bench_matvecs(gpu::Device& device, const Settings& options, bool all_rows) {
     const gpu::Capabilities& caps = device.caps();
     const uint64_t stream_bytes = uint64_t(options.rows) * options.cols * 4;
     const Ceiling ceiling = streaming_ceiling(
@@ -333,7 +349,9 @@ void bench_matvecs(gpu::Device& device, const Settings& options) {
         gpu::Buffer weights = make_weights(device, traits.type, options);
         const double mib = double(weights.size()) / (1 << 20);
         double one_ms = 0;  // the device's launch on one vector
-        for (const ops::MatvecConfig& config : launch_shapes(caps, traits.type, options)) {
+        std::vector<ops::MatvecConfig> shapes = launch_shapes(caps, traits.type, options);
+        if (!all_rows) shapes.resize(1);
+        for (const ops::MatvecConfig& config : shapes) {
             const double ms =
                 time(weights, traits.type, [&](const ops::WeightMatrix& matrix, graph::Region x, graph::Region y) {
                     return ops::matvec(device, matrix, x, y, false, config);
@@ -344,6 +362,7 @@ void bench_matvecs(gpu::Device& device, const Settings& options) {
                         ops::matvec_pipeline_name(traits.type, config).c_str(), describe(config).c_str(), mib, ms,
                         gbs, 100.0 * gbs / ceiling.read(config.texel_reads));
         }
+        if (!all_rows) continue;
         const std::string name = ops::matvec_pipeline_name(traits.type, ops::matvec_config(caps, traits.type, options.cols));
         for (uint32_t n : {2u, 4u, ops::matvec_max_tokens}) {  // "x one" is the batch's time over one vector's
             const double batch_ms =
@@ -372,7 +391,15 @@ int bench_ops(Args args) {
     const gpu::Capabilities& caps = device.caps();
     std::printf("device: %s (%s)\n", caps.name.c_str(), caps.type_name().c_str());
 
-    if (options.only.empty() || options.only == "matvec") bench_matvecs(device, options);
+    if (options.only.empty() || options.only == "matvec") {
+        bench_matvecs(device, options, true);
+        if (options.large_shape) {
+            Settings large = options;
+            large.rows = 16384;
+            large.cols = 8192;
+            bench_matvecs(device, large, false);
+        }
+    }
     if (options.only.empty() || options.only == "arithmetic") bench_arithmetic(device, options);
     if (options.only.empty() || options.only == "attention") {
         std::printf("decode attention, 1B llama heads, f16 cache, %s of %u runs:\n", options.fastest ? "fastest" : "median",
