@@ -25,3 +25,9 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     }
     scale_bias[0] = vec2(1.0, 0.0);
 }
+
+#ifdef SLICES
+const uint SLICE_ELEMS = 8;  // as F16's
+#define SLICE_PAIR_VALUES unpack_bf16x2
+#include "dequant_slices.glsl"
+#endif

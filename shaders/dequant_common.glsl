@@ -10,6 +10,8 @@
 // run_scale is 1 unless the type defines RUN_SCALES: its q are then the quantized values times powers
 // of two, as they sit in their word (a mask, no shift), and a dot product multiplies x by run_scale
 // instead, once for all the rows that share it. Both are exact.
+//
+// For matvec on GPUs (SLICES defined) each type also cuts its blocks into slices (dequant_slices.glsl).
 #extension GL_EXT_control_flow_attributes : require
 #ifdef F16
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
@@ -76,11 +78,17 @@ uint funnel(uint lo, uint hi, uint shift) {
 
 // Loads at an even byte offset touch only the words overlapping the bytes they return, so a weight
 // binding must cover its last byte's whole word (its size rounded up to 4 bytes), nothing more.
-// The word after the aligned ones is read only when the offset is 2 mod 4.
+// The word after the aligned ones matters only when the offset is 2 mod 4 (funnel drops it otherwise):
+// through texel buffers it is read only then; from storage buffers always, clamped to the binding, so
+// that no branch splits the loads a GPU issues together.
 uint next_word(uint word, uint shift) {
+#ifdef TEXEL_READS
     uint value = 0u;
     if (shift != 0u) value = weight_word(word);
     return value;
+#else
+    return weight_word(min(word, uint(weight_u32.length()) - 1u));
+#endif
 }
 
 // The 32-bit word at an even byte offset.
@@ -122,5 +130,8 @@ uvec4 low_nibbles(uint word) { return (uvec4(word) >> uvec4(0, 8, 16, 24)) & 0xF
 uvec4 high_nibbles(uint word) { return (uvec4(word) >> uvec4(4, 12, 20, 28)) & 0xFu; }
 // Bit `bit` of each of the four bytes of a word.
 uvec4 byte_bits(uint word, uint bit) { return (uvec4(word) >> (uvec4(0, 8, 16, 24) + bit)) & 1u; }
+// Bits first..first+3 of `bits` at bit 4 of bytes 0..3: the fifth bits of Q5_0 and Q5_1 elements. One
+// multiply spreads the four bits 7 apart (its shifted copies do not overlap, so nothing carries).
+uint fifth_bit_bytes(uint bits, uint first) { return ((((bits >> first) & 0xFu) * 0x00204081u) & 0x01010101u) << 4; }
 // The four bytes of a word as signed int8.
 ivec4 signed_bytes_of(uint word) { return ivec4(uvec4(word) << uvec4(24, 16, 8, 0)) >> 24; }

@@ -26,3 +26,9 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     }
     scale_bias[0] = vec2(1.0, 0.0);
 }
+
+#ifdef SLICES
+const uint SLICE_ELEMS = 8;  // one 16-byte load where rows are 16-byte aligned (a multiple of 8 columns)
+#define SLICE_PAIR_VALUES unpackHalf2x16
+#include "dequant_slices.glsl"
+#endif

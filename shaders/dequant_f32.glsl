@@ -20,3 +20,16 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     }
     scale_bias[0] = vec2(1.0, 0.0);
 }
+
+#ifdef SLICES
+const uint SLICE_ELEMS = 8;  // two 16-byte loads
+#include "dequant_slices.glsl"
+
+void decode_slice(uint block_byte, uint part, uint runs, out vec4 q[SLICE_RUNS], out vec2 scale_bias[SLICE_GROUPS]) {
+    [[unroll]] for (uint i = 0; i < SLICE_RUNS; ++i) {
+        q[i] = vec4(0.0);
+        if (i < runs) q[i] = uintBitsToFloat(weight_words4((block_byte >> 4) + 2 * part + i));
+    }
+    scale_bias[0] = vec2(1.0, 0.0);
+}
+#endif

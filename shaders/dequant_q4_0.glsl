@@ -59,3 +59,15 @@ void decode_block_i8(uint block_byte, out uint quads[8], out float d) {
         quads[i + 4] = (((qs[i] >> 4) & 0x0F0F0F0Fu) + 0x78787878u) ^ 0x80808080u;
     }
 }
+
+#ifdef SLICES
+#define SLICE_LAYOUT_NIBBLE_HALVES
+#include "dequant_slices.glsl"
+
+// Nibbles centred as decode_unit's are (fp32: the offset through the bias).
+void decode_slice(uint block_byte, uint part, uint runs, out vec4 q[SLICE_RUNS], out vec2 scale_bias[SLICE_GROUPS]) {
+    const float centre = HAS_BIAS ? 0.0 : 8.0, d = load_half(block_byte);
+    nibble_values(load_u32x2_even(block_byte + 2 + 8 * part), centre, q);
+    scale_bias[0] = vec2(d, HAS_BIAS ? -8.0 * d : 0.0);
+}
+#endif

@@ -24,3 +24,15 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     vec2 d_m = unpackHalf2x16(weight_word(word));
     scale_bias[0] = vec2(d_m.x, fma(8.0, d_m.x, d_m.y));
 }
+
+#ifdef SLICES
+#define SLICE_LAYOUT_NIBBLE_HALVES
+#include "dequant_slices.glsl"
+
+void decode_slice(uint block_byte, uint part, uint runs, out vec4 q[SLICE_RUNS], out vec2 scale_bias[SLICE_GROUPS]) {
+    const uint word = block_byte >> 2;
+    nibble_values(uvec2(weight_word(word + 1 + 2 * part), weight_word(word + 2 + 2 * part)), 8.0, q);
+    const vec2 d_m = unpackHalf2x16(weight_word(word));
+    scale_bias[0] = vec2(d_m.x, fma(8.0, d_m.x, d_m.y));
+}
+#endif

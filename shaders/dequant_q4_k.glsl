@@ -18,15 +18,18 @@ uint run_element(uint unit, uint run) {
 
 #include "dequant_k_scales.glsl"
 
-void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
+const float QUANT_CENTRE = 8.0;
+
+// A unit's quants as quads (runs 0-3 the low nibbles of its 16 bytes of qs, 4-7 the high) and its two
+// sub-blocks' scale and bias for quants centred on QUANT_CENTRE.
+void unit_quads(uint block_byte, uint unit, out uint quads[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
     uint chunk = unit >> 1;
-    uvec4 header = weight_words4(block_byte >> 4);
     uvec4 qs = weight_words4((block_byte + 16 + 32 * chunk + 16 * (unit & 1u)) >> 4);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        q[i] = QVEC4(ivec4(low_nibbles(qs[i])) - 8);
-        q[i + 4] = QVEC4(ivec4(high_nibbles(qs[i])) - 8);
+        quads[i] = qs[i] & 0x0F0F0F0Fu;
+        quads[i + 4] = (qs[i] >> 4) & 0x0F0F0F0Fu;
     }
-    vec2 d_dmin = unpackHalf2x16(header.x);
-    scale_bias[0] = k_scale_bias(header, 2 * chunk, d_dmin, 8.0);
-    scale_bias[1] = k_scale_bias(header, 2 * chunk + 1, d_dmin, 8.0);
+    k_chunk_scale_bias(weight_words4(block_byte >> 4), chunk, QUANT_CENTRE, scale_bias);
 }
+
+#include "dequant_unit_quads.glsl"

@@ -25,3 +25,13 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     }
     scale_bias[0] = vec2(load_half(block_byte), 0.0);
 }
+
+#ifdef SLICES
+#define SLICE_LAYOUT_NIBBLE_HALVES
+#include "dequant_slices.glsl"
+
+void decode_slice(uint block_byte, uint part, uint runs, out vec4 q[SLICE_RUNS], out vec2 scale_bias[SLICE_GROUPS]) {
+    five_bit_values(load_u32x2_even(block_byte + 6 + 8 * part), load_u32_even(block_byte + 2), part, q);
+    scale_bias[0] = vec2(load_half(block_byte), 0.0);
+}
+#endif

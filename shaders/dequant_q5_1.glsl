@@ -28,3 +28,16 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
     vec2 d_m = unpackHalf2x16(header.x);
     scale_bias[0] = vec2(d_m.x, fma(16.0, d_m.x, d_m.y));
 }
+
+#ifdef SLICES
+#define SLICE_LAYOUT_NIBBLE_HALVES
+#include "dequant_slices.glsl"
+
+// The header's two words and one 8-byte load of qs.
+void decode_slice(uint block_byte, uint part, uint runs, out vec4 q[SLICE_RUNS], out vec2 scale_bias[SLICE_GROUPS]) {
+    const uvec2 header = weight_words2(block_byte >> 3);
+    five_bit_values(weight_words2((block_byte >> 3) + 1 + part), header.y, part, q);
+    const vec2 d_m = unpackHalf2x16(header.x);
+    scale_bias[0] = vec2(d_m.x, fma(16.0, d_m.x, d_m.y));
+}
+#endif

@@ -17,16 +17,20 @@ uint run_element(uint unit, uint run) {
 
 #include "dequant_k_scales.glsl"
 
-void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
+const float QUANT_CENTRE = 16.0;
+
+// A unit's quants as quads (runs 0-3 the low nibbles, 4-7 the high, each with its fifth bit) and its
+// two sub-blocks' scale and bias for quants centred on QUANT_CENTRE.
+void unit_quads(uint block_byte, uint unit, out uint quads[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
     uint chunk = unit >> 1, half_offset = 16 * (unit & 1u);
     uvec4 header = weight_words4(block_byte >> 4);
     uvec4 qh = weight_words4((block_byte + 16 + half_offset) >> 4);
     uvec4 qs = weight_words4((block_byte + 48 + 32 * chunk + half_offset) >> 4);
     [[unroll]] for (uint i = 0; i < 4; ++i) {
-        q[i] = QVEC4(ivec4(low_nibbles(qs[i]) | (byte_bits(qh[i], 2 * chunk) << 4)) - 16);
-        q[i + 4] = QVEC4(ivec4(high_nibbles(qs[i]) | (byte_bits(qh[i], 2 * chunk + 1) << 4)) - 16);
+        quads[i] = (qs[i] & 0x0F0F0F0Fu) | (((qh[i] >> (2 * chunk)) & 0x01010101u) << 4);
+        quads[i + 4] = ((qs[i] >> 4) & 0x0F0F0F0Fu) | (((qh[i] >> (2 * chunk + 1)) & 0x01010101u) << 4);
     }
-    vec2 d_dmin = unpackHalf2x16(header.x);
-    scale_bias[0] = k_scale_bias(header, 2 * chunk, d_dmin, 16.0);
-    scale_bias[1] = k_scale_bias(header, 2 * chunk + 1, d_dmin, 16.0);
+    k_chunk_scale_bias(header, chunk, QUANT_CENTRE, scale_bias);
 }
+
+#include "dequant_unit_quads.glsl"

@@ -18,18 +18,21 @@ uint run_element(uint unit, uint run) {
     return 128 * (unit >> 2) + 32 * (run >> 1) + 8 * (unit & 3u) + 4 * (run & 1u);
 }
 
-void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
+const float QUANT_CENTRE = 32.0;
+
+// A unit's quants as quads (runs 2g, 2g + 1 from quarter g: 4 bits of ql and 2 of qh) and its four
+// quarters' scales.
+void unit_quads(uint block_byte, uint unit, out uint quads[UNIT_RUNS], out vec2 scale_bias[SCALE_GROUPS]) {
     uint half_index = unit >> 2, l0 = 8 * (unit & 3u);
     uvec2 ql_low = load_u32x2_even(block_byte + 64 * half_index + l0);
     uvec2 ql_high = load_u32x2_even(block_byte + 64 * half_index + 32 + l0);
     uvec2 qh = load_u32x2_even(block_byte + 128 + 32 * half_index + l0);
     uvec2 scales = load_u32x2_even(block_byte + 192 + 8 * half_index);
     [[unroll]] for (uint k = 0; k < 2; ++k) {
-        uvec4 high_bits = bytes_of(qh[k]);
-        q[k] = QVEC4(ivec4(low_nibbles(ql_low[k]) | ((high_bits & 3u) << 4)) - 32);
-        q[2 + k] = QVEC4(ivec4(low_nibbles(ql_high[k]) | (((high_bits >> 2) & 3u) << 4)) - 32);
-        q[4 + k] = QVEC4(ivec4(high_nibbles(ql_low[k]) | (((high_bits >> 4) & 3u) << 4)) - 32);
-        q[6 + k] = QVEC4(ivec4(high_nibbles(ql_high[k]) | (((high_bits >> 6) & 3u) << 4)) - 32);
+        quads[k] = (ql_low[k] & 0x0F0F0F0Fu) | ((qh[k] & 0x03030303u) << 4);
+        quads[2 + k] = (ql_high[k] & 0x0F0F0F0Fu) | ((qh[k] & 0x0C0C0C0Cu) << 2);
+        quads[4 + k] = ((ql_low[k] >> 4) & 0x0F0F0F0Fu) | (qh[k] & 0x30303030u);
+        quads[6 + k] = ((ql_high[k] >> 4) & 0x0F0F0F0Fu) | ((qh[k] >> 2) & 0x30303030u);
     }
     float d = load_half(block_byte + 208);
     uint is = l0 >> 4;
@@ -39,3 +42,5 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
         scale_bias[g] = vec2(d * float(scale), 0.0);
     }
 }
+
+#include "dequant_unit_quads.glsl"

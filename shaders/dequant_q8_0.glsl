@@ -22,3 +22,15 @@ void decode_unit(uint block_byte, uint unit, uint runs, out QVEC4 q[UNIT_RUNS], 
 // The block as 8 words of 4 signed bytes for integer dot products (matmul_q8.comp): word i holds
 // elements 4i..4i+3, as stored.
 void decode_block_i8(uint block_byte, out uint quads[8], out float d) { d = half_led_block(block_byte, 8, quads); }
+
+#ifdef SLICES
+const uint SLICE_ELEMS = 16;  // qs bytes 16h..16h+15 of part h
+#include "dequant_slices.glsl"
+
+// The signed bytes offset by 128 (their top bit flipped) to be read as unsigned quads.
+void decode_slice(uint block_byte, uint part, uint runs, out vec4 q[SLICE_RUNS], out vec2 scale_bias[SLICE_GROUPS]) {
+    const uvec4 qs = load_u32x4_even(block_byte + 2 + 16 * part);
+    [[unroll]] for (uint k = 0; k < 4; ++k) q[k] = quad_values(qs[k] ^ 0x80808080u, ~0u, 128.0);
+    scale_bias[0] = vec2(load_half(block_byte), 0.0);
+}
+#endif

@@ -8,19 +8,21 @@
 //                   cols floats, little next to the weight bytes of its rows
 //   INPUT_SWIGLU    in = swiglu(gate, up), INPUT_GEGLU in = geglu(gate, up), for x = [gate | up] of
 //                   cols values each (shaders/glu.glsl)
-// With TOKENS > 1 (INPUT_PLAIN), W multiplies that many vectors at once: each unit of weights is decoded
+// With TOKENS > 1 (INPUT_PLAIN), W multiplies that many vectors at once: each piece of weights is decoded
 // once and dotted with every token's x (a small batch reads the weights once).
 // With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is a slot:
 // y[slot] = W_{ids[slot]} in[slot] (INPUT_PLAIN or a GLU). Bindings: 0 weights, 1 x, 2 ids, 3 y.
 //
-// A team of THREADS_PER_ROW lanes shares ROWS_PER_TEAM rows: lane l takes units l, l + T, ... of
-// each row, so consecutive lanes read consecutive blocks and one x load serves all the team's rows.
-// Partial sums meet through subgroupAdd, and through shared memory when a team spans several
-// subgroups. The host picks THREADS_PER_ROW so that no invocation loops more than a few thousand
-// times (lavapipe stops longer loops) and wide enough for the memory system of the device.
+// A team of THREADS_PER_ROW lanes shares ROWS_PER_TEAM rows: lane l takes pieces l, l + T, ... of
+// each row, so consecutive lanes read consecutive weight bytes and one x load serves all the team's
+// rows. A piece is what a lane decodes in one step: on GPUs (storage buffers) a slice of about 16 bytes
+// of quants (dequant_slices.glsl), dotted in fp32; on CPU devices (TEXEL_READS) a 32-element unit,
+// summed as matmul_lanes.glsl sums it. Partial sums meet through subgroupAdd, and through shared
+// memory when a team spans several subgroups. The host picks THREADS_PER_ROW so that no invocation
+// loops more than a few thousand times (lavapipe stops longer loops) and wide enough to keep the
+// device's memory busy.
 #include "params.h"
 #include "glu.glsl"
-#include "unit_dot.glsl"
 
 const uint MAX_ROWS_PER_TEAM = 8;
 const uint MAX_TOKENS = 8;
@@ -70,8 +72,11 @@ float input_scale() {
         }
         // Each subgroup sums all of x itself: no barrier, which would make lavapipe run the workgroup's
         // invocations as coroutines. Its lanes step by the lanes it has: a workgroup smaller than the
-        // subgroup (or not a multiple of it) leaves a subgroup short of gl_SubgroupSize.
-        const uint lanes = min(gl_SubgroupSize, gl_WorkGroupSize.x - gl_SubgroupID * gl_SubgroupSize);
+        // subgroup (or not a multiple of it) leaves a subgroup short of gl_SubgroupSize. (A constant stride
+        // where the workgroup is whole subgroups, as on every default launch.)
+        const uint lanes = gl_WorkGroupSize.x % gl_SubgroupSize == 0
+                               ? gl_SubgroupSize
+                               : min(gl_SubgroupSize, gl_WorkGroupSize.x - gl_SubgroupID * gl_SubgroupSize);
         for (uint i = gl_SubgroupInvocationID; i < p.cols / 4; i += lanes) sum_squares += dot(x_at(i), x_at(i));
         return inversesqrt(subgroupAdd(sum_squares) / float(p.cols) + p.eps);
     }
@@ -121,16 +126,92 @@ void reduce_team(inout float acc[SUMS], uint lane, uint team) {
     }
 }
 
-// The input values of one unit (from x_offset, in floats) and each scale group's sum of them.
-void load_unit_input(uint x_offset, uint unit, uint runs, float scale, out QVEC4 xs[UNIT_RUNS],
-                     out float xsum[SCALE_GROUPS]) {
-    [[unroll]] for (uint i = 0; i < UNIT_RUNS; ++i) {
+#ifndef SLICES
+// CPU devices: 32-element units, summed through unit_dot as matmul_lanes.glsl sums them, so that a
+// token's result does not depend on the kernel.
+#include "unit_dot.glsl"
+const uint PIECE_ELEMS = UNIT_ELEMS, PIECE_RUNS = UNIT_RUNS, PIECE_GROUPS = SCALE_GROUPS;
+#define PIECE_VEC4 QVEC4
+// The index (in vec4s) of run `run` of a piece of the block whose x values start at x_offset.
+uint piece_x4(uint x_offset, uint piece, uint run) { return (x_offset + run_element(piece, run)) >> 2; }
+QVEC4 piece_input(vec4 x, uint run) { return QVEC4(x * run_scale(run)); }
+void decode_piece(uint block_byte, uint piece, uint runs, out QVEC4 q[PIECE_RUNS], out vec2 scale_bias[PIECE_GROUPS]) {
+    decode_unit(block_byte, piece, runs, q, scale_bias);
+}
+float piece_dot(QVEC4 q[PIECE_RUNS], vec2 scale_bias[PIECE_GROUPS], QVEC4 xs[PIECE_RUNS], float xsum[PIECE_GROUPS],
+                float acc) {
+    return unit_dot(q, scale_bias, xs, xsum, acc);
+}
+#else
+// GPUs: slices (dequant_slices.glsl), their values exact in fp32 (the fp16 variants dequantize in packed
+// fp16) and dotted with x in fp32: four independent FMA chains per scale group, then its scale and bias
+// once.
+const uint PIECE_ELEMS = SLICE_ELEMS, PIECE_RUNS = SLICE_RUNS, PIECE_GROUPS = SLICE_GROUPS;
+#define PIECE_VEC4 vec4
+uint piece_x4(uint x_offset, uint piece, uint run) {
+    return ((x_offset + slice_first(piece)) >> 2) + slice_run(run) / 4;
+}
+vec4 piece_input(vec4 x, uint run) { return x; }
+void decode_piece(uint block_byte, uint piece, uint runs, out vec4 q[PIECE_RUNS], out vec2 scale_bias[PIECE_GROUPS]) {
+    decode_slice(block_byte, piece, runs, q, scale_bias);
+}
+float piece_dot(vec4 q[PIECE_RUNS], vec2 scale_bias[PIECE_GROUPS], vec4 xs[PIECE_RUNS], float xsum[PIECE_GROUPS],
+                float acc) {
+    const uint runs_per_group = PIECE_RUNS / PIECE_GROUPS;
+    [[unroll]] for (uint g = 0; g < PIECE_GROUPS; ++g) {
+        vec4 sums = q[g * runs_per_group] * xs[g * runs_per_group];
+        [[unroll]] for (uint k = 1; k < runs_per_group; ++k)
+            sums = fma(q[g * runs_per_group + k], xs[g * runs_per_group + k], sums);
+        acc = fma(scale_bias[g].x, (sums.x + sums.y) + (sums.z + sums.w), acc);
+        if (HAS_BIAS) acc = fma(scale_bias[g].y, xsum[g], acc);
+    }
+    return acc;
+}
+#endif
+
+// The input values of one piece (from x_offset, in floats) and each scale group's sum of them.
+void load_piece_input(uint x_offset, uint piece, uint runs, float scale, out PIECE_VEC4 xs[PIECE_RUNS],
+                      out float xsum[PIECE_GROUPS]) {
+    const uint runs_per_group = PIECE_RUNS / PIECE_GROUPS;
+    [[unroll]] for (uint i = 0; i < PIECE_RUNS; ++i) {
         vec4 x = vec4(0.0);
-        if (i < runs) x = input4((x_offset + run_element(unit, i)) >> 2, scale);
-        xs[i] = QVEC4(x * run_scale(i));
+        if (i < runs) x = input4(piece_x4(x_offset, piece, i), scale);
+        xs[i] = piece_input(x, i);
         if (HAS_BIAS) {
-            if (i % (UNIT_RUNS / SCALE_GROUPS) == 0) xsum[i / (UNIT_RUNS / SCALE_GROUPS)] = 0.0;
-            xsum[i / (UNIT_RUNS / SCALE_GROUPS)] += dot(x, vec4(1.0));
+            if (i % runs_per_group == 0) xsum[i / runs_per_group] = 0.0;
+            xsum[i / runs_per_group] += dot(x, vec4(1.0));
+        }
+    }
+}
+
+// Adds one piece of each of the team's rows (row_byte[r] their first bytes; the piece lies block_offset
+// bytes and x_offset floats into them) dotted with every token's input to acc.
+void accumulate_piece(inout float acc[SUMS], uint row_byte[MAX_ROWS_PER_TEAM], uint x_offset, uint block_offset,
+                      uint piece, uint runs, float scale) {
+    PIECE_VEC4 xs[PIECE_RUNS];
+    float xsum[PIECE_GROUPS];
+    if (TOKENS == 1) {  // one x load serves every row of the team
+        load_piece_input(x_offset, piece, runs, scale, xs, xsum);
+        [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+            if (r < ROWS_PER_TEAM) {
+                PIECE_VEC4 q[PIECE_RUNS];
+                vec2 scale_bias[PIECE_GROUPS];
+                decode_piece(row_byte[r] + block_offset, piece, runs, q, scale_bias);
+                acc[r * MAX_TOKENS] = piece_dot(q, scale_bias, xs, xsum, acc[r * MAX_TOKENS]);
+            }
+        }
+    } else {  // the team's rows decoded once for every token, each token's x loaded once for every row
+        PIECE_VEC4 q[MAX_ROWS_PER_TEAM][PIECE_RUNS];
+        vec2 scale_bias[MAX_ROWS_PER_TEAM][PIECE_GROUPS];
+        [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
+            if (r < ROWS_PER_TEAM) decode_piece(row_byte[r] + block_offset, piece, runs, q[r], scale_bias[r]);
+        [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
+            if (t >= TOKENS) continue;
+            load_piece_input(x_offset + t * p.cols, piece, runs, scale, xs, xsum);
+            [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
+                const uint sum = r * MAX_TOKENS + t;
+                if (r < ROWS_PER_TEAM) acc[sum] = piece_dot(q[r], scale_bias[r], xs, xsum, acc[sum]);
+            }
         }
     }
 }
@@ -142,8 +223,8 @@ void main() {
     // Groups may be laid out in 2-D when one dimension cannot hold them all.
     const uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     const uint first_row = (group * teams + team) * ROWS_PER_TEAM;
-    const uint units = (p.cols + UNIT_ELEMS - 1) / UNIT_ELEMS;
-    const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
+    const uint pieces = (p.cols + PIECE_ELEMS - 1) / PIECE_ELEMS;
+    const uint pieces_per_block = BLOCK_ELEMS / PIECE_ELEMS;
     const uint row_bytes = weight_row_bytes(p.cols);
     const float scale = input_scale();
 #ifdef EXPERT_IDS
@@ -174,37 +255,30 @@ void main() {
     }
     [[unroll]] for (uint i = 0; i < SUMS; ++i) acc[i] = 0.0;
 
-    for (uint u = lane; u < units; u += THREADS_PER_ROW) {
-        const uint block = u / units_per_block, unit = u % units_per_block;
-        const uint runs = DENSE ? min(UNIT_RUNS, (p.cols - u * UNIT_ELEMS) / 4) : UNIT_RUNS;
-        const uint col0 = block * BLOCK_ELEMS;
-        QVEC4 xs[UNIT_RUNS];
-        float xsum[SCALE_GROUPS];
-        if (TOKENS == 1) {  // one x load serves every row of the team
-            load_unit_input(x_base + col0, unit, runs, scale, xs, xsum);
-            [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
-                if (r < ROWS_PER_TEAM) {
-                    QVEC4 q[UNIT_RUNS];
-                    vec2 scale_bias[SCALE_GROUPS];
-                    decode_unit(row_byte[r] + block * BLOCK_BYTES, unit, runs, q, scale_bias);
-                    acc[r * MAX_TOKENS] = unit_dot(q, scale_bias, xs, xsum, acc[r * MAX_TOKENS]);
-                }
-            }
-        } else {  // the team's rows decoded once for every token, each token's x loaded once for every row
-            QVEC4 q[MAX_ROWS_PER_TEAM][UNIT_RUNS];
-            vec2 scale_bias[MAX_ROWS_PER_TEAM][SCALE_GROUPS];
-            [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r)
-                if (r < ROWS_PER_TEAM) decode_unit(row_byte[r] + block * BLOCK_BYTES, unit, runs, q[r], scale_bias[r]);
-            [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
-                if (t >= TOKENS) continue;
-                load_unit_input(x_base + t * p.cols + col0, unit, runs, scale, xs, xsum);
-                [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
-                    const uint sum = r * MAX_TOKENS + t;
-                    if (r < ROWS_PER_TEAM) acc[sum] = unit_dot(q[r], scale_bias[r], xs, xsum, acc[sum]);
-                }
+    // Lane l takes pieces l, l + T, ... of its rows: each step moves block_step blocks and piece_step
+    // pieces on (a team that is a multiple of pieces_per_block, as on GPUs, keeps its piece), so the
+    // addresses advance by constants. Dense rows may end inside a piece: that last one is a step of its
+    // own, so that the loop's loads need no guard.
+    const uint block_step = THREADS_PER_ROW / pieces_per_block, piece_step = THREADS_PER_ROW % pieces_per_block;
+    uint piece = lane % pieces_per_block, col0 = lane / pieces_per_block * BLOCK_ELEMS;
+    uint block_offset = lane / pieces_per_block * BLOCK_BYTES;
+    const uint whole_pieces = DENSE ? p.cols / PIECE_ELEMS : pieces;
+    uint u = lane;
+    for (; u < whole_pieces; u += THREADS_PER_ROW) {
+        accumulate_piece(acc, row_byte, x_base + col0, block_offset, piece, PIECE_RUNS, scale);
+        col0 += block_step * BLOCK_ELEMS;
+        block_offset += block_step * BLOCK_BYTES;
+        if (piece_step != 0) {
+            piece += piece_step;
+            if (piece >= pieces_per_block) {
+                piece -= pieces_per_block;
+                col0 += BLOCK_ELEMS;
+                block_offset += BLOCK_BYTES;
             }
         }
     }
+    if (DENSE && u < pieces)
+        accumulate_piece(acc, row_byte, x_base + col0, block_offset, piece, (p.cols % PIECE_ELEMS) / 4, scale);
 
     reduce_team(acc, lane, team);
     if (lane != 0) return;

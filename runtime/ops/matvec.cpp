@@ -13,22 +13,41 @@ namespace vkllm::ops {
 
 namespace {
 
-// Units of 32 elements (shaders/dequant_common.glsl) one invocation may loop over, far below where
+// Columns of a row one invocation may loop over: at most 4096 steps (8-element slices), far below where
 // lavapipe silently stops loops (65535 iterations for these kernels, 21845 for a loop in
 // ../shared/docs/lavapipe.md); longer rows get more threads per row.
-constexpr uint32_t max_units_per_invocation = 1024;
+constexpr uint32_t max_cols_per_invocation = 32768;
+// x^2 steps (vec4s) one lane of a subgroup takes summing an RMSNorm input before the workgroup shares
+// the sum instead.
+constexpr uint32_t max_norm_steps = 1024;
 
 // The smallest team that spans whole subgroups whatever size the driver picks.
 uint32_t subgroup_team(const gpu::Capabilities& caps) {
     return std::max({caps.max_subgroup_size, caps.subgroup_size, 1u});
 }
 
+// Elements an invocation decodes per step of a row: a 32-element unit through texel reads (the CPU
+// kernel), else the type's slice (SLICE_ELEMS in shaders/dequant_<type>.glsl).
+uint32_t piece_elems(gguf::GgmlType type, bool texel_reads) {
+    using enum gguf::GgmlType;
+    if (texel_reads) return weight_unit_elems;
+    if (type == F32 || type == F16 || type == BF16) return 8;
+    if (type == Q4_K || type == Q5_K || type == Q6_K) return 32;
+    return 16;
+}
+
+uint32_t row_pieces(gguf::GgmlType type, bool texel_reads, uint32_t cols) {
+    const uint32_t elems = piece_elems(type, texel_reads);
+    return (cols + elems - 1) / elems;
+}
+
 // Raises threads_per_row (and the workgroup to a multiple of it) until no invocation loops over more
-// than max_units_per_invocation units of a row. Takes a config that passed check_config.
-MatvecConfig fit_row_length(MatvecConfig config, const gpu::Capabilities& caps, uint32_t cols) {
-    const uint32_t units = (cols + weight_unit_elems - 1) / weight_unit_elems;
+// than max_cols_per_invocation columns of a row. Takes a config that passed check_config.
+MatvecConfig fit_row_length(MatvecConfig config, const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols) {
+    const uint32_t pieces = row_pieces(type, config.texel_reads, cols), elems = piece_elems(type, config.texel_reads);
     uint32_t& team = config.threads_per_row;
-    while ((units + team - 1) / team > max_units_per_invocation) team = team == 1 ? subgroup_team(caps) : 2 * team;
+    while ((pieces + team - 1) / team * elems > max_cols_per_invocation)
+        team = team == 1 ? subgroup_team(caps) : 2 * team;
     config.workgroup_size = (config.workgroup_size + team - 1) / team * team;
     if (config.workgroup_size > caps.max_workgroup_invocations || config.workgroup_size > caps.max_workgroup_size[0])
         fail("matvec: rows of {} columns need {} threads per row, more than a workgroup of this device holds",
@@ -51,7 +70,7 @@ void check_config(const MatvecConfig& config, const gpu::Capabilities& caps, ggu
 // few thousand iterations; then the workgroup shares the sum.
 uint32_t norm_by_workgroup(const gpu::Capabilities& caps, const MatvecInput& input, uint32_t cols) {
     const uint32_t subgroup = std::max(caps.min_subgroup_size ? caps.min_subgroup_size : caps.subgroup_size, 1u);
-    return input.kind == MatvecInput::Kind::RmsNorm && cols / 4 / subgroup > max_units_per_invocation ? 1 : 0;
+    return input.kind == MatvecInput::Kind::RmsNorm && cols / 4 / subgroup > max_norm_steps ? 1 : 0;
 }
 
 }  // namespace
@@ -123,7 +142,7 @@ std::array<uint32_t, 3> group_grid(uint64_t groups, const gpu::Capabilities& cap
     return {uint32_t(x), uint32_t(y), 1};
 }
 
-MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols) {
+MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols, uint32_t n_tokens) {
     MatvecConfig config;
     if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU) {
         // lavapipe runs a subgroup as the SIMD lanes of one CPU thread: a row per lane needs no
@@ -132,12 +151,22 @@ MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, u
         config = {.workgroup_size = 8, .threads_per_row = 1, .rows_per_team = 8, .float16 = false,
                   .texel_reads = caps.texel_reads()};
     } else {
-        // One or more subgroups per row, so consecutive lanes read consecutive blocks.
-        const uint32_t team = std::max(32u, subgroup_team(caps));
-        config = {.workgroup_size = std::max(128u, team), .threads_per_row = team, .rows_per_team = 2,
-                  .float16 = caps.use_float16() && has_f16_variant(type), .texel_reads = caps.texel_reads()};
+        // One or more subgroups per row, so consecutive lanes read consecutive slices, widened until each
+        // lane takes about 4 slices of a row: even a few thousand rows then keep enough loads in flight
+        // to stream the weights, and the team's closing reduction stays small next to its steps. Two
+        // rows per team share each x load; with several vectors the team's decoded slices stay in
+        // registers for all of them, so rows of 32-element slices go one per team (two took 132 VGPRs on
+        // RDNA3 for 2 vectors and spilled from 4).
+        const uint32_t most = std::min({256u, caps.max_workgroup_invocations, caps.max_workgroup_size[0]});
+        const uint32_t pieces = row_pieces(type, caps.texel_reads(), cols);
+        uint32_t team = std::max(32u, subgroup_team(caps));
+        while (2 * team <= most && pieces > 4 * team) team *= 2;
+        const uint32_t rows = n_tokens > 1 && piece_elems(type, caps.texel_reads()) > 16 ? 1 : 2;
+        config = {.workgroup_size = std::max(std::min(128u, most), team), .threads_per_row = team,
+                  .rows_per_team = rows, .float16 = caps.use_float16() && has_f16_variant(type),
+                  .texel_reads = caps.texel_reads()};
     }
-    return fit_row_length(config, caps, cols);
+    return fit_row_length(config, caps, type, cols);
 }
 
 bool glu_input_pays(const gpu::Capabilities& caps, const WeightMatrix& weights) {
@@ -180,14 +209,19 @@ std::vector<graph::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatr
     if (input.kind == Kind::RmsNorm && (!input.norm_weight || input.norm_weight->size < uint64_t(weights.cols) * 4))
         fail("matvec: an RMSNorm input of {} columns needs a norm weight of {} bytes", weights.cols,
              uint64_t(weights.cols) * 4);
-    MatvecConfig launch = config ? *config : matvec_config(caps, weights.type, weights.cols);
+    MatvecConfig launch = config ? *config : matvec_config(caps, weights.type, weights.cols, n_tokens);
     check_config(launch, caps, weights.type);
-    launch = fit_row_length(launch, caps, weights.cols);
+    launch = fit_row_length(launch, caps, weights.type, weights.cols);
 
-    const gpu::Pipeline& pipeline = device.pipelines().get(
-        matvec_pipeline_name(weights.type, launch),
-        {{0, launch.workgroup_size}, {3, launch.threads_per_row}, {4, launch.rows_per_team},
-         {5, uint32_t(input.kind)}, {6, norm_by_workgroup(caps, input, weights.cols)}, {7, n_tokens}});
+    std::vector<gpu::SpecConstant> spec = {{0, launch.workgroup_size}, {3, launch.threads_per_row},
+                                           {4, launch.rows_per_team}, {5, uint32_t(input.kind)},
+                                           {6, norm_by_workgroup(caps, input, weights.cols)}, {7, n_tokens}};
+    // The slice kernels read F16 and BF16 rows in 16-byte loads where every row starts so aligned
+    // (ALIGNED_ROWS in shaders/dequant_common.glsl; segments start at least 64-byte aligned).
+    const bool half_rows = weights.type == gguf::GgmlType::F16 || weights.type == gguf::GgmlType::BF16;
+    if (!launch.texel_reads && half_rows && weight_row_bytes(weights.type, weights.cols) % 16 == 0)
+        spec.push_back({8, 1});
+    const gpu::Pipeline& pipeline = device.pipelines().get(matvec_pipeline_name(weights.type, launch), {spec});
     const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
     std::vector<graph::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {

@@ -60,12 +60,12 @@ std::array<uint32_t, 3> group_grid(uint64_t groups, const gpu::Capabilities& cap
 struct MatvecConfig {
     uint32_t workgroup_size = 128;
     uint32_t threads_per_row = 32;  // 1, or a multiple of the device's largest subgroup size
-    uint32_t rows_per_team = 2;     // rows each team of threads_per_row computes, 1..4
+    uint32_t rows_per_team = 2;     // rows each team of threads_per_row computes, 1..matvec_max_rows_per_team
     bool float16 = false;           // the fp16-arithmetic variant (where the type and device have one)
     bool texel_reads = false;       // weights, x and the norm weight through texel buffers
 };
 
-MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols);
+MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols, uint32_t n_tokens = 1);
 // The pipeline name for a weight type and launch: matvec_q4_k, matvec_q4_k_f16, matvec_q4_k_texel...
 std::string matvec_pipeline_name(gguf::GgmlType type, const MatvecConfig& config);
 

@@ -1,7 +1,8 @@
 // matvec (decode) on the GPU against the f64 reference, for every weight type: odd shapes, every
 // launch shape (one row per invocation, subgroup teams, teams spanning subgroups), rows long enough to
 // pass lavapipe's loop cap, 16384+ rows, split weight buffers, the fused residual add, and small
-// batches of up to 8 vectors (matvec_batch).
+// batches of up to 8 vectors (matvec_batch). GPU configurations (device profiles, VKLLM_TEXEL_READS=0)
+// run the slice kernels, lavapipe's default the unit ones.
 #include <doctest/doctest.h>
 
 #include <cstdlib>
@@ -40,7 +41,7 @@ void check_matvec(gpu::Device& device, gpu::Transfer& transfer, const MatvecCase
     std::vector<float> got =
         test::gpu_matvec(device, transfer, weights, weight_buffer, x, y0, c.accumulate, c.config, c.n_tokens);
 
-    const ops::MatvecConfig used = c.config.value_or(ops::matvec_config(device.caps(), c.type, c.cols));
+    const ops::MatvecConfig used = c.config.value_or(ops::matvec_config(device.caps(), c.type, c.cols, c.n_tokens));
     const double error = test::relative_error(got, want);
     INFO(fmt::format("{} {} x {}{}, {} tokens, seed {}: workgroup {}, {} threads/row, {} rows/team, {}, {} segments: "
                      "relative error {:.3g}",
@@ -56,9 +57,11 @@ TEST_CASE("matvec matches the reference for every weight type, odd shapes includ
     const gpu::Capabilities& caps = test::device().caps();
     for (gguf::GgmlType type : test::weight_types) {
         const uint32_t g = test::column_granularity(type);
-        // rows of one block; odd row counts; dense rows ending inside a 32-value unit; 16384+ columns
+        // rows of one block; odd row counts; dense rows ending inside a 32-value unit or an 8-value slice
+        // (rows 8-byte aligned) and dense rows starting 16-byte aligned (8 columns); 16384+ columns
         for (MatvecCase c : {MatvecCase{type, 64, g}, MatvecCase{type, 37, 3 * g, true},
-                             MatvecCase{type, 67, g == 4 ? 100 : 5 * g}, MatvecCase{type, 5, 16384 + 2 * g, true}})
+                             MatvecCase{type, 67, g == 4 ? 100 : 5 * g}, MatvecCase{type, 29, 8 * g},
+                             MatvecCase{type, 5, 16384 + 2 * g, true}})
             check_matvec(test::device(), test::transfer(), c);
         // A single row is a single dot product, whose relative error only fp32 bounds reliably: fp16
         // rounding errors are judged over many outputs.
@@ -102,8 +105,9 @@ TEST_CASE("matvec over small batches of vectors, every weight type and launch sh
     const gpu::Capabilities& caps = test::device().caps();
     for (gguf::GgmlType type : test::weight_types) {
         const uint32_t g = test::column_granularity(type);
-        for (uint32_t n_tokens : {2u, 3u, ops::matvec_max_tokens})
-            check_matvec(test::device(), test::transfer(), {type, 37, 3 * g, n_tokens == 3, std::nullopt, n_tokens});
+        for (uint32_t n_tokens : {2u, 3u, ops::matvec_max_tokens})  // dense rows of 8 columns start 16-byte aligned
+            check_matvec(test::device(), test::transfer(),
+                         {type, 37, (n_tokens == 2 ? 8 : 3) * g, n_tokens == 3, std::nullopt, n_tokens});
     }
     const uint32_t subgroup = std::max(caps.max_subgroup_size, caps.subgroup_size);
     using enum gguf::GgmlType;
