@@ -96,6 +96,22 @@ float max_abs_difference(const std::vector<float>& a, const std::vector<float>& 
     return most;
 }
 
+// The largest relative RMS difference between the rows of `a` and `b` (rows of `width` values), the
+// measure two vkllm runs are compared by (../shared/fixtures/README.md).
+double worst_row_relative_rms(const std::vector<float>& a, const std::vector<float>& b, size_t width) {
+    REQUIRE(a.size() == b.size());
+    double worst = 0;
+    for (size_t row = 0; row < a.size() / width; ++row) {
+        double error = 0, norm = 0;
+        for (size_t i = row * width; i < (row + 1) * width; ++i) {
+            error += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+            norm += double(b[i]) * b[i];
+        }
+        worst = std::max(worst, std::sqrt(error / norm));
+    }
+    return worst;
+}
+
 }  // namespace
 
 TEST_CASE("BERT embeddings match llama.cpp's on the synth fixture, mean and cls pooling") {
@@ -224,7 +240,11 @@ TEST_CASE("pooled embeddings of a decoder model are deterministic, normalized an
     engine.session().truncate(0);
     engine.session().eval_hidden(0, story, whole);
     CHECK(in_chunks.size() == story.size() * n_embd);
-    CHECK(max_abs_difference(in_chunks, whole) < 1e-4f);
+    // Chunks of 8 take the matvec kernels and the whole input the matmul ones; on GPUs (slices) they sum
+    // in different orders, and a last-bit difference in a key can round to another f16 in the cache:
+    // the tolerance of runs through different projection kernels (test_batch, n_ubatch 1), far under
+    // what a wrong state would give.
+    CHECK(worst_row_relative_rms(in_chunks, whole, n_embd) < 3e-4);
 
     Embedder mean(engine, {.pooling = Pooling::Mean});
     const std::vector<float> mean_vector = mean.embed(Inputs{story})[0];
