@@ -70,7 +70,9 @@ VKLLM_PARAMS_STRUCT(RopeKvParams) {
     uint token_stride;
     uint n_cells;
     float mscale;
-} VKLLM_PARAMS_END(RopeKvParams, 36);
+    float temperature_beta;  // q *= 1 + beta * ln(1 + floor(pos / temperature_length)); 0: off
+    uint temperature_length;
+} VKLLM_PARAMS_END(RopeKvParams, 44);
 
 // x [n_tokens][row] *= 1 + beta * ln(1 + floor(pos / floor_length)).
 VKLLM_PARAMS_STRUCT(AttnTempParams) {

@@ -11,7 +11,6 @@
 #include "ops/matmul.h"
 #include "ops/matvec.h"
 #include "ops/rmsnorm.h"
-#include "ops/rope.h"
 
 namespace vkllm::model::blocks {
 namespace {
@@ -222,15 +221,15 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
                    layer_name(layer, "attn_norm"));
 
     if (weights.q_norm) qk_norm(b, layer, qkv, weights, c, spec.rms_eps);
-    // Each token's row of qkv holds its q, k and v: one pass rotates q in place and writes rope(k)
-    // and v into the cache.
-    auto positions = b.step.positions;
+    // Each token's row of qkv holds its q, k and v: one pass rotates q in place (with the attention
+    // temperature) and writes rope(k) and v into the cache.
     const ops::RopeKvShape rope_kv{.n_tokens = n_tokens, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
                                    .head_dim = c.head_dim_k, .head_dim_v = c.head_dim_v, .token_stride = qkv_size,
-                                   .n_cells = cache.n_cells_all};
+                                   .n_cells = cache.n_cells_all, .temperature_beta = spec.temperature_beta,
+                                   .temperature_length = spec.temperature_length};
     b.graph.add(layer_name(layer, "rope_kv"),
-                ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, spec.rope_phases, positions, cache.slots, qkv,
-                                   cache.k, cache.v));
+                ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, spec.rope_phases, b.step.positions,
+                                   cache.slots, qkv, cache.k, cache.v));
 
     // Attention reads the queries packed: one token's are already; many tokens' are gathered.
     graph::Region q = qkv.sub(0, q_size * f32);
@@ -239,9 +238,6 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
         b.graph.add(layer_name(layer, "q_gather"),
                     ops::copy_rows(b.device, qkv, {qkv_size, 0}, q, {q_size, 0}, n_tokens, q_size));
     }
-    if (spec.temperature_beta != 0)
-        b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, q, n_tokens, q_size,
-                                                                   spec.temperature_beta, spec.temperature_length));
 
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
     sequence_attention(b, layer_name(layer, "attn"), c, {n_tokens, cache.n_cells, kv_type}, q, q_size, cache, false,
