@@ -10,7 +10,9 @@
 // max and sum go to a partial result; the last workgroup of a (head group, token) to finish merges
 // them (the threadfence-reduction pattern: coherent writes, a buffer barrier, then an atomic arrival
 // count) and sets the count back to 0, so the recorded command buffer serves every position. The loops
-// inside a block are unrolled, so an invocation's loop count is its blocks (lavapipe's loop cap).
+// inside a block are unrolled, so an invocation's loop count is its blocks (lavapipe's loop cap). With
+// p.seq_cells != 0 each query is its own sequence's one token, over the n_cells cells from cell
+// t * seq_cells (a decode step over several sequences).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
@@ -51,7 +53,8 @@ vec4 q_private[HEADS * DIM4_K];
 vec4 query4(uint i) { return Q_PRIVATE ? q_private[i] : q_tile[i]; }
 shared bool last_arrival;
 
-CacheKeys held;  // the positions the cache holds for this batch
+CacheKeys held;  // the positions the cache holds for this query's sequence
+uint seq_base;   // the first cell of that sequence
 
 // Logits of `key` for every head of the group; -inf at or past `end`.
 void key_logits(int key, int end, uint kv_head, out float logit[HEADS]) {
@@ -59,7 +62,7 @@ void key_logits(int key, int end, uint kv_head, out float logit[HEADS]) {
     [[unroll]] for (uint g = 0; g < HEADS; ++g) qk[g] = 0.0;
     if (key < end) {
         const uint k_row = p.n_head_kv * HEAD_DIM_K;
-        const uint k_base = key_cell(held, key, p.n_cells) * k_row + kv_head * HEAD_DIM_K;
+        const uint k_base = (seq_base + key_cell(held, key, p.n_cells)) * k_row + kv_head * HEAD_DIM_K;
         [[unroll]] for (uint u = 0; u < UNITS_K; ++u) {
             const uint element = k_base + 4 * QUADS * u;
             const mat2x4 k = QUADS == 2 ? k_load8(element, p.n_cells, k_row) : mat2x4(k_load4(element, p.n_cells, k_row), vec4(0.0));
@@ -94,8 +97,9 @@ void main() {
     const uint lane = gl_LocalInvocationID.x;
     const uint head0 = gl_WorkGroupID.y * HEADS, token = gl_WorkGroupID.z;
     const uint kv_head = head0 / (p.n_head / p.n_head_kv);
-    const int last_pos = positions[p.n_tokens - 1];
+    const int last_pos = positions[p.seq_cells != 0u ? token : p.n_tokens - 1];
     held = cache_keys(last_pos, p.n_cells);
+    seq_base = token * p.seq_cells;
     const ivec2 keys = visible_keys(held, positions[token], last_pos, p.n_swa, p.n_cells, p.causal != 0u);
     if (keys.y < keys.x) {  // no key at all (a negative position): an all-zero output, never NaN
         if (gl_WorkGroupID.x == 0u)
@@ -143,7 +147,7 @@ void main() {
             float key_prob[HEADS];
             [[unroll]] for (uint g = 0; g < HEADS; ++g) key_prob[g] = subgroupBroadcast(prob[g], j);
             if (key < end) {
-                const uint v_base = key_cell(held, key, p.n_cells) * v_row + kv_head * HEAD_DIM_V;
+                const uint v_base = (seq_base + key_cell(held, key, p.n_cells)) * v_row + kv_head * HEAD_DIM_V;
                 [[unroll]] for (uint i = 0; i < LANE_UNITS; ++i) {
                     const uint unit = lane + i * LANES;
                     if (unit >= UNITS_V) continue;

@@ -4,7 +4,8 @@
 // Workgroup (head group, token) takes HEADS query heads of one group, so each K/V row read serves
 // them all, and walks the selected blocks in tiles of CHUNK keys with an online softmax: per tile,
 // each invocation forms one key's logits, then sums probs * v over a slice of the tile for 4 output
-// dims. Invocations loop over top_k * ceil(block_size / CHUNK) tiles, whatever the cache length.
+// dims. Invocations loop over top_k * ceil(block_size / CHUNK) tiles, whatever the cache length. With
+// p.seq_cells != 0 token t's cells start at cell t * seq_cells (a decode step over several sequences).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
@@ -72,7 +73,7 @@ void main() {
     const uint kv_head = head0 / (p.n_head / p.n_head_kv);
     const int pos = positions[token];
     const uint k_row = p.n_head_kv * HEAD_DIM_K, v_row = p.n_head_kv * HEAD_DIM_V;
-    const uint dim4 = tid % DIM_THREADS, slice = tid / DIM_THREADS;
+    const uint dim4 = tid % DIM_THREADS, slice = tid / DIM_THREADS, seq_base = token * p.seq_cells;
     for (uint i = tid; i < HEADS * HEAD_DIM_K / 4; i += CHUNK) q_tile[i] = q4[(token * p.q_stride + head0 * HEAD_DIM_K) / 4 + i];
     barrier();
 
@@ -94,7 +95,7 @@ void main() {
             float logit[HEADS], prob[HEADS], rescale[HEADS];
             [[unroll]] for (uint g = 0; g < HEADS; ++g) logit[g] = -1.0 / 0.0;
             if (visible) {
-                const uint k_base = uint(key) * k_row + kv_head * HEAD_DIM_K;
+                const uint k_base = (seq_base + uint(key)) * k_row + kv_head * HEAD_DIM_K;
                 float qk[HEADS];
                 [[unroll]] for (uint g = 0; g < HEADS; ++g) qk[g] = 0.0;
                 for (uint d = 0; d < HEAD_DIM_K / 4; ++d) {
@@ -108,7 +109,7 @@ void main() {
             barrier();
             [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] *= rescale[g];
             for (uint j = slice; j < CHUNK && key0 + int(j) <= last; j += KEY_SLICES) {
-                const vec4 v = v_load4(uint(key0 + int(j)) * v_row + kv_head * HEAD_DIM_V + 4 * dim4, p.n_cells, v_row);
+                const vec4 v = v_load4((seq_base + uint(key0 + int(j))) * v_row + kv_head * HEAD_DIM_V + 4 * dim4, p.n_cells, v_row);
                 [[unroll]] for (uint g = 0; g < HEADS; ++g) acc[g] += probs[g * CHUNK + j] * v;
             }
             // The next tile rewrites probs only after tile_softmax's first barrier, when every

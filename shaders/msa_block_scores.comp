@@ -4,7 +4,8 @@
 // (a raw f32 dot, no scale), or -inf when no cell of the block is visible. The local_blocks blocks
 // ending with the token's own get llama.cpp's +1e30 bias, so the top-k always keeps them.
 // Workgroup (b, t) scores one block for every index head (each key read serves them all); each
-// invocation loops over block_size / local size cells, independent of the cache length.
+// invocation loops over block_size / local size cells, independent of the cache length. With
+// p.seq_cells != 0 token t's cells start at cell t * seq_cells (a decode step over several sequences).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
 #include "params.h"
@@ -41,7 +42,7 @@ void main() {
         float dots[INDEX_HEADS];
         [[unroll]] for (uint g = 0; g < INDEX_HEADS; ++g) dots[g] = 0.0;
         for (uint d = 0; d < INDEX_DIM / 4; ++d) {
-            const vec4 k = k4[uint(cell) * (INDEX_DIM / 4) + d];
+            const vec4 k = k4[(token * p.seq_cells + uint(cell)) * (INDEX_DIM / 4) + d];
             [[unroll]] for (uint g = 0; g < INDEX_HEADS; ++g) dots[g] += dot(q_tile[g * (INDEX_DIM / 4) + d], k);
         }
         [[unroll]] for (uint g = 0; g < INDEX_HEADS; ++g) best[g] = max(best[g], dots[g]);

@@ -70,7 +70,9 @@ VKLLM_PARAMS_STRUCT(RopeKvParams) {
     uint token_stride;
     uint n_cells;
     float mscale;
-} VKLLM_PARAMS_END(RopeKvParams, 36);
+    float temperature_beta;  // q *= 1 + beta * ln(1 + floor(pos / temperature_length)); 0: off
+    uint temperature_length;
+} VKLLM_PARAMS_END(RopeKvParams, 44);
 
 // x [n_tokens][row] *= 1 + beta * ln(1 + floor(pos / floor_length)).
 VKLLM_PARAMS_STRUCT(AttnTempParams) {
@@ -121,7 +123,9 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
     uint causal;    // 0: every query sees the keys up to the batch's last position
     uint v_row;     // values from one cell's V row to the next: n_head_kv * head_dim_v, or the K row
                     // when V is each K row's first head_dim_v values (MLA's latent)
-} VKLLM_PARAMS_END(AttentionParams, 52);
+    uint seq_cells;  // decode: 0, or query t is its own sequence's one token, over the n_cells cells
+                     // from cell t * seq_cells
+} VKLLM_PARAMS_END(AttentionParams, 56);
 
 // Prefill attention's pass arguments (shaders/attn_prefill_spans.comp): n_spans passes of span_keys key
 // indices below key_end, each groups_x x groups_y workgroups where some query sees a key in it.
@@ -146,8 +150,9 @@ VKLLM_PARAMS_STRUCT(MsaScoreParams) {
     uint n_blocks;
     uint block_size;
     uint local_blocks;
-    uint q_stride;  // floats between tokens' index queries, a multiple of 4
-} VKLLM_PARAMS_END(MsaScoreParams, 24);
+    uint q_stride;   // floats between tokens' index queries, a multiple of 4
+    uint seq_cells;  // 0, or token t is its own sequence's, over the n_cells cells from cell t * seq_cells
+} VKLLM_PARAMS_END(MsaScoreParams, 28);
 
 // Attention of each KV group's query heads over the top_k blocks selected for the group (block ids
 // with their scores: a block scored -inf holds no visible key and is skipped).
@@ -160,7 +165,8 @@ VKLLM_PARAMS_STRUCT(MsaAttentionParams) {
     uint block_size;
     uint top_k;
     float scale;
-} VKLLM_PARAMS_END(MsaAttentionParams, 32);
+    uint seq_cells;  // 0, or token t is its own sequence's, over the n_cells cells from cell t * seq_cells
+} VKLLM_PARAMS_END(MsaAttentionParams, 36);
 
 // ---- matvec / matmul (engineer "matmul"): y = W x with W [rows][cols] in ggml order. ----
 // A weight split into segments is one dispatch per segment; the segment holds rows

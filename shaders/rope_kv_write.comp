@@ -3,7 +3,9 @@
 // runtime/ops/attention_config.h). Each token's row of qkv (token_stride floats) holds q (n_head
 // heads of head_dim), k (n_head_kv heads of head_dim) and v (n_head_kv heads of head_dim_v).
 // Invocations fall in three ranges:
-//   q pairs  rotate one pair of one q head in place, as shaders/rope.comp does;
+//   q pairs  rotate one pair of one q head in place, as shaders/rope.comp does, then with the Llama-4
+//            attention temperature (p.temperature_beta != 0; model-notes.md B.5) scale it, the pairs
+//            past n_dims too;
 //   k units  rotate UNIT values of k from the row (which this pass never writes) and store them
 //            into cell slots[t] of the K cache: a pair for an F16 cache, a Q8_0 block of 32;
 //   v units  store UNIT values of v into the V cache.
@@ -44,15 +46,30 @@ uvec3 rope_pair(uint j) {
     return uvec3(j / 2, j & ~1u, j | 1u);
 }
 
+// Pairs of q per head this pass handles: the rotated ones, or with the temperature every one.
+uint q_head_pairs() { return p.temperature_beta != 0.0 ? p.head_dim / 2 : p.n_dims / 2; }
+
 void rotate_q_pair(uint pair) {
-    const uint half_dims = p.n_dims / 2;
-    const uint i = pair % half_dims, head = pair / half_dims % p.n_head, token = pair / half_dims / p.n_head;
-    const vec2 cs = rope_cos_sin(uint(positions[token]), phase_per_position[i], p.mscale);
+    const uint half_dims = p.n_dims / 2, head_pairs = q_head_pairs();
+    const uint i = pair % head_pairs, head = pair / head_pairs % p.n_head, token = pair / head_pairs / p.n_head;
     const uint base = token * p.token_stride + head * p.head_dim;
-    const uvec3 ends = rope_pair(NEOX ? i : 2 * i);
-    const float a = qkv[base + ends.y], b = qkv[base + ends.z];
-    qkv[base + ends.y] = a * cs.x - b * cs.y;
-    qkv[base + ends.z] = a * cs.y + b * cs.x;
+    const int pos = positions[token];
+    // Pairs past n_dims (with the temperature only) are scaled as they are.
+    const uvec3 ends = i < half_dims ? rope_pair(NEOX ? i : 2 * i) : uvec3(i, 2 * i, 2 * i + 1);
+    float a = qkv[base + ends.y], b = qkv[base + ends.z];
+    if (i < half_dims) {
+        const vec2 cs = rope_cos_sin(uint(pos), phase_per_position[i], p.mscale);
+        const float rotated_a = a * cs.x - b * cs.y;
+        b = a * cs.y + b * cs.x;
+        a = rotated_a;
+    }
+    if (p.temperature_beta != 0.0) {
+        const float temperature = 1.0 + p.temperature_beta * log(float(uint(max(pos, 0)) / p.temperature_length + 1u));
+        a *= temperature;
+        b *= temperature;
+    }
+    qkv[base + ends.y] = a;
+    qkv[base + ends.z] = b;
 }
 
 // Element `e` of token t's k row after RoPE.
@@ -99,7 +116,7 @@ void store_unit(bool to_v, uint slot, uint row_size, uint first, float values[UN
 }
 
 void main() {
-    const uint q_pairs = p.n_tokens * p.n_head * (p.n_dims / 2);
+    const uint q_pairs = p.n_tokens * p.n_head * q_head_pairs();
     const uint k_row = p.n_head_kv * p.head_dim, v_row = p.n_head_kv * p.head_dim_v;
     const uint k_units = p.n_tokens * (k_row / UNIT), v_units = p.n_tokens * (v_row / UNIT);
     uint index = flat_invocation();

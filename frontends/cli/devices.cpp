@@ -64,6 +64,7 @@ nlohmann::json to_json(const gpu::Capabilities& caps) {
         {"subgroup", {{"size", caps.subgroup_size}, {"min_size", caps.min_subgroup_size},
                       {"max_size", caps.max_subgroup_size}, {"size_control", caps.subgroup_size_control},
                       {"operations", gpu::subgroup_operation_names(caps.subgroup_operations)}}},
+        {"compute_units", caps.compute_units},
         {"max_shared_memory", caps.max_shared_memory},
         {"max_workgroup_invocations", caps.max_workgroup_invocations},
         {"max_workgroup_size", caps.max_workgroup_size},
@@ -97,9 +98,10 @@ void print_table(const gpu::DeviceChoice& choice) {
         std::printf("    subgroups         size %u (%u-%u, size control %s): %s\n", caps.subgroup_size,
                     caps.min_subgroup_size, caps.max_subgroup_size, yes(caps.subgroup_size_control),
                     gpu::subgroup_operation_names(caps.subgroup_operations).c_str());
-        std::printf("    workgroups        %u invocations, %u x %u x %u, %u KiB shared memory\n",
+        std::printf("    workgroups        %u invocations, %u x %u x %u, %u KiB shared memory; compute units %s\n",
                     caps.max_workgroup_invocations, caps.max_workgroup_size[0], caps.max_workgroup_size[1],
-                    caps.max_workgroup_size[2], caps.max_shared_memory >> 10);
+                    caps.max_workgroup_size[2], caps.max_shared_memory >> 10,
+                    caps.compute_units ? std::to_string(caps.compute_units).c_str() : "not reported");
         std::printf("    buffers           binding range %s, allocation %s, buffer %s, maintenance4 %s\n",
                     mib(caps.max_storage_buffer_range).c_str(), mib(caps.max_memory_allocation_size).c_str(),
                     mib(caps.max_buffer_size).c_str(), yes(caps.maintenance4));

@@ -89,6 +89,33 @@ bool coopmat_kernels_fit(const Capabilities& caps) {
            fixed_subgroups && shaders::built("matmul_coopmat_q4_0");
 }
 
+// The compute units a driver reports through a vendor extension, or 0.
+uint32_t probe_compute_units(VkPhysicalDevice device, const std::vector<VkExtensionProperties>& extensions) {
+    VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nvidia{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
+    VkPhysicalDeviceShaderCorePropertiesAMD amd{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_AMD};
+    VkPhysicalDeviceShaderCoreProperties2AMD amd2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_PROPERTIES_2_AMD};
+    VkPhysicalDeviceShaderCoreBuiltinsPropertiesARM arm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_CORE_BUILTINS_PROPERTIES_ARM};
+    VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    void** next = &properties.pNext;
+    auto chain = [&](const char* extension, auto& properties_struct) {
+        if (!has_extension(extensions, extension)) return false;
+        *next = &properties_struct;
+        next = &properties_struct.pNext;
+        return true;
+    };
+    const bool has_nvidia = chain(VK_NV_SHADER_SM_BUILTINS_EXTENSION_NAME, nvidia);
+    const bool has_amd = chain(VK_AMD_SHADER_CORE_PROPERTIES_EXTENSION_NAME, amd);
+    const bool has_amd2 = chain(VK_AMD_SHADER_CORE_PROPERTIES_2_EXTENSION_NAME, amd2);
+    const bool has_arm = chain(VK_ARM_SHADER_CORE_BUILTINS_EXTENSION_NAME, arm);
+    if (!properties.pNext) return 0;
+    vkGetPhysicalDeviceProperties2(device, &properties);
+    if (has_nvidia) return nvidia.shaderSMCount;
+    if (has_amd2 && amd2.activeComputeUnitCount) return amd2.activeComputeUnitCount;
+    if (has_amd) return amd.shaderEngineCount * amd.shaderArraysPerEngineCount * amd.computeUnitsPerShaderArray;
+    if (has_arm) return arm.shaderCoreCount;
+    return 0;
+}
+
 }  // namespace
 
 Capabilities probe(VkPhysicalDevice device) {
@@ -203,6 +230,8 @@ Capabilities probe(VkPhysicalDevice device) {
     caps.max_buffer_size = caps.maintenance4 ? maintenance4.maxBufferSize : caps.max_memory_allocation_size;
     caps.min_storage_buffer_offset_alignment = limits.minStorageBufferOffsetAlignment;
     caps.non_coherent_atom_size = limits.nonCoherentAtomSize;
+
+    caps.compute_units = probe_compute_units(device, extensions);
 
     caps.timestamp_period_ns = limits.timestampPeriod;
     probe_queues(device, caps);

@@ -62,6 +62,11 @@ struct Capabilities {
     VkSubgroupFeatureFlags subgroup_operations = 0;  // in compute shaders
     bool subgroup_size_control = false, compute_full_subgroups = false;
 
+    // Compute units (NVIDIA's SMs, AMD's CUs, Arm's shader cores) where the driver reports them through
+    // VK_NV_shader_sm_builtins, VK_AMD_shader_core_properties(2) or VK_ARM_shader_core_builtins; 0 where
+    // it does not (lavapipe, Intel). Kernels that split work to fill the device size the split by it.
+    uint32_t compute_units = 0;
+
     // limits
     uint32_t max_shared_memory = 0, max_workgroup_invocations = 0, max_push_constants = 0;
     std::array<uint32_t, 3> max_workgroup_size{}, max_workgroup_count{};

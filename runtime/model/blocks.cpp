@@ -11,7 +11,6 @@
 #include "ops/matmul.h"
 #include "ops/matvec.h"
 #include "ops/rmsnorm.h"
-#include "ops/rope.h"
 
 namespace vkllm::model::blocks {
 namespace {
@@ -155,7 +154,8 @@ void project_normed(Builder& b, const std::string& name, const Weight& weights, 
 
 void attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
                const ops::AttentionShape& shape, const AttentionRegions& regions) {
-    const bool decode = shape.n_tokens == 1 || !ops::attention_prefill_pays(b.device.caps(), config);
+    const bool decode =
+        shape.n_tokens == 1 || shape.seq_cells != 0 || !ops::attention_prefill_pays(b.device.caps(), config);
     auto scratch = b.graph.transient(name + "_scratch",
                                      std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(config, shape)
                                                                   : ops::attention_prefill_scratch_bytes(config, shape)));
@@ -166,48 +166,17 @@ void attention(Builder& b, const std::string& name, const ops::AttentionConfig& 
     b.add(name, ops::attention_decode(b.device, config, shape, buffers));
 }
 
-std::vector<SequenceRows> sequence_rows(const Builder& b, const KvLayerRegions& cache) {
-    if (b.step.row_positions.empty()) return {{0, b.shape.n_tokens, b.step.positions, &cache.sequences.at(0), ""}};
-    std::vector<SequenceRows> rows;
-    for (uint32_t t = 0; t < b.shape.n_tokens; ++t)
-        rows.push_back({t, 1, b.step.row_positions.at(t), &cache.sequences.at(t), fmt::format(".row{}", t)});
-    return rows;
-}
-
-RowView row_view(Builder& b, const std::string& name, graph::Region whole, uint32_t floats, const SequenceRows& of,
-                 bool copy_in) {
-    RowView view{whole, whole.sub(uint64_t(of.first) * floats * f32, uint64_t(of.count) * floats * f32), floats,
-                 of.first, of.count};
-    if (b.graph.aligned(view.rows)) return view;
-    view.copied = true;
-    view.rows = b.graph.transient(name, uint64_t(of.count) * floats * f32);
-    const uint32_t width = of.count * floats, total = uint32_t(whole.size / f32);
-    if (copy_in)
-        b.graph.add(name + "_gather",
-                    ops::copy_rows(b.device, whole, {total, of.first * floats}, view.rows, {width, 0}, 1, width));
-    return view;
-}
-
-void place_rows(Builder& b, const std::string& name, const RowView& view) {
-    if (!view.copied) return;
-    const uint32_t width = view.count * view.floats, total = uint32_t(view.whole.size / f32);
-    b.graph.add(name + "_place", ops::copy_rows(b.device, view.rows, {width, 0}, view.whole,
-                                                {total, view.first * view.floats}, 1, width));
+uint32_t sequence_cells(const Builder& b, const KvLayerRegions& cache) {
+    return b.step.rows_are_sequences ? cache.sequence_stride : 0;
 }
 
 void sequence_attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
                         ops::AttentionShape shape, graph::Region q, uint32_t q_floats, const KvLayerRegions& cache,
                         bool v_from_k, graph::Region out) {
-    const uint32_t out_floats = config.n_head * config.head_dim_v;
-    for (const SequenceRows& rows : sequence_rows(b, cache)) {
-        const RowView q_rows = row_view(b, name + rows.suffix + "_q", q, q_floats, rows, true);
-        const RowView out_rows = row_view(b, name + rows.suffix + "_out", out, out_floats, rows, false);
-        shape.n_tokens = rows.count;
-        const KvSequenceRegions& seq = *rows.cache;
-        attention(b, name + rows.suffix, config, shape,
-                  {q_rows.rows, seq.k, v_from_k ? seq.k : seq.v, rows.positions, out_rows.rows});
-        place_rows(b, name + rows.suffix + "_out", out_rows);
-    }
+    shape.q_stride = q_floats;
+    shape.seq_cells = sequence_cells(b, cache);
+    attention(b, name, config, shape,
+              {q, cache.cells.k, v_from_k ? cache.cells.k : cache.cells.v, b.step.positions, out});
 }
 
 void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeights& weights, const AttentionSpec& spec,
@@ -222,30 +191,20 @@ void attention_gqa(Builder& b, int layer, graph::Region x, const AttentionWeight
                    layer_name(layer, "attn_norm"));
 
     if (weights.q_norm) qk_norm(b, layer, qkv, weights, c, spec.rms_eps);
-    // Each token's row of qkv holds its q, k and v: one pass rotates q in place and writes rope(k)
-    // and v into the cache.
-    auto positions = b.step.positions;
+    // Each token's row of qkv holds its q, k and v: one pass rotates q in place (with the attention
+    // temperature) and writes rope(k) and v into the cache.
     const ops::RopeKvShape rope_kv{.n_tokens = n_tokens, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
                                    .head_dim = c.head_dim_k, .head_dim_v = c.head_dim_v, .token_stride = qkv_size,
-                                   .n_cells = cache.n_cells_all};
+                                   .n_cells = cache.n_cells_all, .temperature_beta = spec.temperature_beta,
+                                   .temperature_length = spec.temperature_length};
     b.graph.add(layer_name(layer, "rope_kv"),
-                ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, spec.rope_phases, positions, cache.slots, qkv,
-                                   cache.k, cache.v));
+                ops::rope_kv_write(b.device, spec.rope, kv_type, rope_kv, spec.rope_phases, b.step.positions,
+                                   cache.slots, qkv, cache.k, cache.v));
 
-    // Attention reads the queries packed: one token's are already; many tokens' are gathered.
-    graph::Region q = qkv.sub(0, q_size * f32);
-    if (n_tokens > 1) {
-        q = b.graph.transient(layer_name(layer, "q"), n_tokens * q_size * f32);
-        b.graph.add(layer_name(layer, "q_gather"),
-                    ops::copy_rows(b.device, qkv, {qkv_size, 0}, q, {q_size, 0}, n_tokens, q_size));
-    }
-    if (spec.temperature_beta != 0)
-        b.graph.add(layer_name(layer, "attn_temp"), ops::attn_temp(b.device, positions, q, n_tokens, q_size,
-                                                                   spec.temperature_beta, spec.temperature_length));
-
+    // Attention reads the queries in place, in the rows of qkv.
     auto out = b.graph.transient(layer_name(layer, "attn_out"), n_tokens * c.n_head * c.head_dim_v * f32);
-    sequence_attention(b, layer_name(layer, "attn"), c, {n_tokens, cache.n_cells, kv_type}, q, q_size, cache, false,
-                       out);
+    sequence_attention(b, layer_name(layer, "attn"), c, {n_tokens, cache.n_cells, kv_type}, qkv, qkv_size, cache,
+                       false, out);
 
     residual_add(b, layer_name(layer, "post_attention_norm"), x, weights.post_norm, spec.rms_eps,
                  [&](graph::Region y, bool accumulate) {

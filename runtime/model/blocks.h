@@ -87,30 +87,13 @@ struct AttentionRegions {
 void attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
                const ops::AttentionShape& shape, const AttentionRegions& regions);
 
-// Rows of a step that attend to one sequence's cells: all the tokens, or in a step over several
-// sequences (StepInputs::row_positions) each token alone, so each has its own attention passes.
-struct SequenceRows {
-    uint32_t first = 0, count = 0;
-    graph::Region positions;  // int32 [count]
-    const KvSequenceRegions* cache = nullptr;
-    std::string suffix;  // "" for all the tokens, ".rowT" for token T alone (tells the passes apart)
-};
-std::vector<SequenceRows> sequence_rows(const Builder& b, const KvLayerRegions& cache);
+// ops::AttentionShape::seq_cells of a step's attention over the cache: 0 where the tokens are one
+// sequence's, else the cells from one sequence's block to the next (StepInputs::rows_are_sequences).
+uint32_t sequence_cells(const Builder& b, const KvLayerRegions& cache);
 
-// The rows `of` of `whole` (rows of `floats` floats) as a region a pass can bind by itself: a
-// sub-range where its offset meets the device's alignment, else a transient, filled with a copy of
-// them (copy_in) or put back by place_rows once a pass has written it.
-struct RowView {
-    graph::Region whole, rows;
-    uint32_t floats = 0, first = 0, count = 0;
-    bool copied = false;
-};
-RowView row_view(Builder& b, const std::string& name, graph::Region whole, uint32_t floats, const SequenceRows& of,
-                 bool copy_in);
-void place_rows(Builder& b, const std::string& name, const RowView& view);
-
-// out = attention of q (rows of q_floats) over each sequence's cache (v_from_k: V read from the K cache
-// as MLA does), per sequence_rows; out: rows of n_head * head_dim_v floats.
+// out = attention of q (rows of q_floats floats, read in place) over each token's sequence's cells
+// (v_from_k: V read from the K cache as MLA does), one decode dispatch for a step over several
+// sequences; out: rows of n_head * head_dim_v floats.
 void sequence_attention(Builder& b, const std::string& name, const ops::AttentionConfig& config,
                         ops::AttentionShape shape, graph::Region q, uint32_t q_floats, const KvLayerRegions& cache,
                         bool v_from_k, graph::Region out);

@@ -15,9 +15,10 @@ struct StepInputs {
     graph::Region positions;  // int32 [n_tokens]: their positions, ascending; the last is the batch's last
     // f32 [n_tokens][n_embd] that replace the token embedding lookup (an image's embeddings), or none.
     std::optional<graph::Region> embeddings;
-    // A step over several sequences, one token each (Session::decode): token t's position alone in
-    // row_positions[t], a region a pass can bind by itself. Empty: the tokens are one sequence's.
-    std::vector<graph::Region> row_positions;
+    // A step over several sequences, one token each (Session::decode): token t is sequence t's, at its
+    // own position, and attends to that sequence's cells alone (KvLayerRegions::sequence_stride).
+    // False: the tokens are one sequence's.
+    bool rows_are_sequences = false;
 };
 
 // One sequence's cells of one layer (sub-regions of KvLayerRegions' k, v and extra).
@@ -36,9 +37,11 @@ struct KvLayerRegions {
     uint32_t n_cells = 0;   // of one sequence
     uint32_t n_cells_all = 0;  // of k, v and extra: every sequence's, and padding that aligns them
     bool circular = false;  // n_cells < the context: cells are reused (model::KvLayerLayout::window)
-    // The cells attention reads: one sequence's for all the tokens, or with StepInputs::row_positions
-    // token t's sequence's at [t].
-    std::vector<KvSequenceRegions> sequences;
+    // The cells attention reads: in a graph of one sequence's tokens its cells (sub-ranges of k, v and
+    // extra); with StepInputs::rows_are_sequences all of k, v and extra, token t reading the n_cells
+    // cells from cell t * sequence_stride.
+    KvSequenceRegions cells;
+    uint32_t sequence_stride = 0;
 };
 
 struct KvCacheRegions {

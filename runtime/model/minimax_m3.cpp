@@ -216,8 +216,8 @@ private:
         blocks::project(b, layer_name(il, "attn_output"), l.attn_output, out, x, true);
     }
 
-    // The indexer's queries and this step's index keys, the keys cached; then per sequence the blocks
-    // selected and each group's heads over them.
+    // The indexer's queries and this step's index keys, the keys cached; then each token's blocks
+    // selected over its sequence's index keys, and each group's heads over them.
     void sparse_attention(blocks::Builder& b, int il, const ops::AttentionConfig& config, ops::AttentionShape shape,
                           graph::Region normed, const IndexerWeights& w, graph::Region q, const KvLayerRegions& cache,
                           graph::Region out, graph::Region phases) const {
@@ -228,35 +228,26 @@ private:
         auto index_k = head_projection(b, layer_name(il, "indexer_k"), normed, w.k_proj, w.k_norm, 1, msa.index_dim, phases);
         b.graph.add(layer_name(il, "indexer_cache_k"), ops::msa_key_write(b.device, msa, n_tokens, 0, cache.n_cells_all,
                                                                           index_k, cache.slots, cache.extra));
-        for (const blocks::SequenceRows& rows : blocks::sequence_rows(b, cache)) {
-            const ops::MsaSelection selection = select_blocks(b, il, index_q, rows, cache.n_cells);
-            const blocks::RowView q_rows = blocks::row_view(b, layer_name(il, "msa_attn" + rows.suffix + "_q"), q,
-                                                            hp_.n_head * hp_.head_dim_k, rows, true);
-            const blocks::RowView out_rows = blocks::row_view(b, layer_name(il, "msa_attn" + rows.suffix + "_out"), out,
-                                                              hp_.n_head * hp_.head_dim_v, rows, false);
-            shape.n_tokens = rows.count;
-            b.graph.add(layer_name(il, "msa_attn" + rows.suffix),
-                        ops::msa_attention(
-                            b.device, config, msa, shape,
-                            {q_rows.rows, rows.cache->k, rows.cache->v, rows.positions, out_rows.rows, selection}));
-            blocks::place_rows(b, layer_name(il, "msa_attn" + rows.suffix + "_out"), out_rows);
-        }
+        shape.seq_cells = blocks::sequence_cells(b, cache);
+        const ops::MsaSelection selection = select_blocks(b, il, index_q, cache, shape.seq_cells);
+        b.graph.add(layer_name(il, "msa_attn"),
+                    ops::msa_attention(b.device, config, msa, shape,
+                                       {q, cache.cells.k, cache.cells.v, b.step.positions, out, selection}));
     }
 
-    // The top-k blocks of one sequence's index keys for its rows' index queries.
-    ops::MsaSelection select_blocks(blocks::Builder& b, int il, graph::Region index_q, const blocks::SequenceRows& rows,
-                                    uint32_t n_cells) const {
+    // The top-k blocks of each token's sequence's index keys for its index queries.
+    ops::MsaSelection select_blocks(blocks::Builder& b, int il, graph::Region index_q, const KvLayerRegions& cache,
+                                    uint32_t seq_cells) const {
         const ops::MsaConfig& msa = hp_.msa;
-        const std::string name = layer_name(il, "indexer" + rows.suffix);
-        const blocks::RowView q_rows = blocks::row_view(b, name + "_q", index_q, msa.n_index_head * msa.index_dim, rows, true);
-        const ops::MsaShape shape{rows.count, n_cells, 0};
-        const uint64_t selected_bytes = uint64_t(rows.count) * msa.n_index_head * ops::msa_selected(msa, n_cells) * f32;
-        auto scores = b.graph.transient(layer_name(il, "msa_scores" + rows.suffix), selected_bytes);
-        auto blocks = b.graph.transient(layer_name(il, "msa_blocks" + rows.suffix), selected_bytes);
-        auto scratch = b.graph.transient(layer_name(il, "msa_scratch" + rows.suffix), ops::msa_select_scratch_bytes(msa, shape));
+        const ops::MsaShape shape{.n_tokens = b.shape.n_tokens, .n_cells = cache.n_cells, .seq_cells = seq_cells};
+        const uint64_t selected_bytes =
+            uint64_t(shape.n_tokens) * msa.n_index_head * ops::msa_selected(msa, shape.n_cells) * f32;
+        auto scores = b.graph.transient(layer_name(il, "msa_scores"), selected_bytes);
+        auto blocks = b.graph.transient(layer_name(il, "msa_blocks"), selected_bytes);
+        auto scratch = b.graph.transient(layer_name(il, "msa_scratch"), ops::msa_select_scratch_bytes(msa, shape));
         const ops::MsaSelection selection{scores, blocks};
-        b.add(name, ops::msa_select(b.device, msa, shape, q_rows.rows, rows.cache->extra, rows.positions, selection,
-                                    scratch));
+        b.add(layer_name(il, "indexer"),
+              ops::msa_select(b.device, msa, shape, index_q, cache.cells.extra, b.step.positions, selection, scratch));
         return selection;
     }
 };

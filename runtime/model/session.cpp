@@ -91,9 +91,6 @@ Session::Session(gpu::Device& device, const Model& model, SessionOptions options
     const gpu::Capabilities& caps = device.caps();
     const uint64_t alignment = std::max<uint64_t>({caps.min_storage_buffer_offset_alignment,
                                                    caps.min_texel_buffer_offset_alignment, 16});
-    position_stride_ = uint32_t(alignment);
-    if (options.n_seq > 1)
-        row_positions_ = allocator.create(uint64_t(options.n_seq) * position_stride_, gpu::MemoryDomain::DeviceMapped);
     const std::vector<KvLayerLayout>& layout = model.kv_layout().layers;
     for (const KvLayerLayout& layer : layout) {
         const uint32_t n_cells = kv_layer_cells(layer, n_ctx_, n_ubatch_);
@@ -185,16 +182,8 @@ void Session::build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, b
                     g.persistent("inp_pos", positions_.range().sub(0, inputs))};
     if (embeddings)
         step.embeddings = g.persistent("inp_embd_in", embeddings_.range().sub(0, uint64_t(n_tokens) * model_.info().n_embd * sizeof(float)));
-    // The sequence each attention row reads: seq for all the tokens, or row r's own.
-    std::vector<uint32_t> row_seqs{seq};
-    if (seq == decode_rows) {
-        row_seqs.clear();
-        auto row_positions = g.persistent("inp_row_pos", row_positions_.range());
-        for (uint32_t r = 0; r < n_tokens; ++r) {
-            row_seqs.push_back(r);
-            step.row_positions.push_back(row_positions.sub(uint64_t(r) * position_stride_, sizeof(int32_t)));
-        }
-    }
+    // Attention reads seq's cells for all the tokens, or row r sequence r's.
+    step.rows_are_sequences = seq == decode_rows;
     std::map<uint32_t, graph::Region> slots;
     for (const auto& [n_cells, blocks] : blocks_)
         slots[n_cells] = g.persistent(fmt::format("inp_slots_{}", n_cells), blocks.slots.range().sub(0, inputs));
@@ -209,16 +198,15 @@ void Session::build_graph(graph::Graph& g, uint32_t n_tokens, bool all_logits, b
         KvLayerRegions& regions = kv.layers.emplace_back(KvLayerRegions{
             region("k", layer.k), region("v", layer.v), region("extra", layer.extra), slots.at(layer.n_cells),
             layer.n_cells, stride * n_seq(), layer.n_cells < n_ctx_});
+        regions.sequence_stride = stride;
         // A sequence's block of each array; a q8_0 cache holds one sequence, its quants then scales.
-        auto block = [&](graph::Region whole, uint64_t record, uint32_t s) {
-            if (whole.resource == UINT32_MAX || n_seq() == 1) return whole;
-            return whole.sub(uint64_t(s) * stride * record, uint64_t(layer.n_cells) * record);
+        auto block = [&](graph::Region whole, uint64_t record) {
+            if (whole.resource == UINT32_MAX || n_seq() == 1 || step.rows_are_sequences) return whole;
+            return whole.sub(uint64_t(seq) * stride * record, uint64_t(layer.n_cells) * record);
         };
         const KvLayerLayout& rows = layout.layers[il];
-        for (uint32_t s : row_seqs)
-            regions.sequences.push_back({block(regions.k, uint64_t(rows.k_row) * 2, s),
-                                         block(regions.v, uint64_t(rows.v_row) * 2, s),
-                                         block(regions.extra, uint64_t(rows.extra_row) * sizeof(float), s)});
+        regions.cells = {block(regions.k, uint64_t(rows.k_row) * 2), block(regions.v, uint64_t(rows.v_row) * 2),
+                         block(regions.extra, uint64_t(rows.extra_row) * sizeof(float))};
     }
     if (hidden) {
         const uint64_t bytes = uint64_t(n_tokens) * model_.info().n_embd * sizeof(float);
@@ -361,8 +349,6 @@ std::span<const float> Session::decode(std::span<const uint32_t> seqs, std::span
     }
     ids_.write(0, std::as_bytes(std::span(ids)));
     positions_.write(0, std::as_bytes(std::span(positions)));
-    for (uint32_t r = 0; r < bucket; ++r)
-        row_positions_.write(uint64_t(r) * position_stride_, std::as_bytes(std::span(&positions[r], 1)));
     for (const auto& [n_cells, blocks] : blocks_) {
         std::vector<int32_t> slots(bucket, -1);
         for (uint32_t s : seqs) slots[s] = int32_t(s * blocks.stride + seqs_[s].n_past % n_cells);

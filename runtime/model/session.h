@@ -7,8 +7,9 @@
 // the layer's per-sequence count (the context, or a sliding window's circular W + n_ubatch - 1), the
 // stride n_cells rounded up so that each block starts at an offset a descriptor may bind (storage and
 // texel alignment). A token's slot (the cell it writes) is its sequence's block start + position mod
-// n_cells, so one write pass serves tokens of any sequences; attention binds one sequence's block
-// and sees only its cells: no sequence ever reads another's. MLA keeps its latent rows and MiniMax-M3
+// n_cells, so one write pass serves tokens of any sequences; a prompt's attention binds its
+// sequence's block, and a decode step's reads row r's tokens over sequence r's block alone: no
+// sequence ever reads another's. MLA keeps its latent rows and MiniMax-M3
 // its index keys the same way, so its top-k blocks are chosen per sequence. A q8_0 cache keeps its
 // scales after all the quants of a buffer, which a sequence's block cannot bind with its own cells, so
 // q8_0 serves one sequence only.
@@ -19,10 +20,9 @@
 // power of two past the highest listed sequence, at most n_seq): row r is sequence r's token, rows
 // of unlisted sequences are padding (slot -1: they write no cell; their outputs are dropped).
 // Projections take the B rows together (the weights read once for all); attention is one dispatch
-// per row over its sequence's block, its position read from a binding of its own. A single listed
-// sequence replays that sequence's one-token graph, so list the lowest sequences to keep buckets
-// small. All of a session's graphs share their transient memory (graph::SharedArenas): only one runs
-// at a time.
+// for all the rows, row r over sequence r's block. A single listed sequence replays that sequence's
+// one-token graph, so list the lowest sequences to keep buckets small. All of a session's graphs
+// share their transient memory (graph::SharedArenas): only one runs at a time.
 #include <algorithm>
 #include <iosfwd>
 #include <map>
@@ -156,8 +156,6 @@ private:
         gpu::Buffer slots;
     };
     std::map<uint32_t, CellBlocks> blocks_;
-    uint32_t position_stride_ = 0;  // bytes between row_positions_' rows: the binding alignment
-    gpu::Buffer row_positions_;     // int32 per decode row, each at a bindable offset
     gpu::Buffer embeddings_;  // f32 [n_ubatch][n_embd] for eval_embeddings, created on first use
     gpu::Buffer hidden_;      // f32 [n_ubatch][n_embd] for eval_hidden: an encoder's output, else created on first use
     std::vector<float> decode_logits_;  // decode()'s rows in the order of its sequences

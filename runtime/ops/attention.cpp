@@ -1,12 +1,14 @@
 #include "ops/attention.h"
 
 #include <algorithm>
+#include <bit>
 #include <numeric>
 #include <optional>
 #include <string>
 
 #include "core/error.h"
 #include "gpu/device.h"
+#include "ops/workgroup.h"
 #include "params.h"
 
 namespace vkllm::ops {
@@ -14,16 +16,24 @@ namespace vkllm::ops {
 namespace {
 
 constexpr uint32_t decode_max_heads = 8;  // query heads sharing one workgroup's K/V reads
-// Each decode lane holds HEADS x its output dims as accumulators: at most this many vec4s.
+// Each attn_decode lane holds HEADS x its output dims as accumulators: at most this many vec4s.
 constexpr uint32_t decode_max_accumulators = 16;
 // Decode splits a query's keys over at most this many workgroups per head group, shared among its
-// queries (more only where the cache needs them to keep each one under decode_max_worker_keys), each
-// taking at least worker_keys: on GPUs enough workgroups to fill the device at long contexts; on CPU
-// devices, where every workgroup has a sizable fixed cost, about cpu_decode_workgroups in all.
-constexpr uint32_t decode_max_workers = 64, gpu_worker_keys = 256, cpu_worker_keys = 512, cpu_decode_workgroups = 16;
-// Keys one decode workgroup may take: its loop runs once per block of keys (lavapipe's loop cap), and
-// with basic subgroup operations (subgroup_ops.glsl's loops) about once per key and head.
+// queries (more only where the cache needs them to keep each one under its loop cap), each taking at
+// least worker_keys: on GPUs enough workgroups to fill every compute unit; on CPU devices, where every
+// workgroup has a sizable fixed cost, about cpu_decode_workgroups in all. 128 is
+// attn_decode_split.comp's MAX_WORKERS.
+constexpr uint32_t decode_max_workers = 128, gpu_worker_keys = 256, cpu_worker_keys = 512, cpu_decode_workgroups = 16;
+// Keys one attn_decode workgroup may take: its loop runs once per block of keys (lavapipe's loop cap),
+// and with basic subgroup operations (subgroup_ops.glsl's loops) about once per key and head.
 constexpr uint32_t decode_max_worker_keys = 65536, decode_max_worker_keys_basic = 2048;
+// attn_decode_split: a lane holds its share of HEADS queries and outputs and of a step's K and V
+// rows, at most split_lane_floats floats (registers: 128 keeps RDNA3 from spilling); workgroups of
+// split_workgroup invocations, split_workgroups_per_unit of them per compute unit
+// (default_compute_units where the device reports none), at most split_max_steps loop steps each
+// (lavapipe's loop cap).
+constexpr uint32_t split_lane_floats = 128, split_workgroup = 128, split_workgroups_per_unit = 4;
+constexpr uint32_t default_compute_units = 16, split_max_steps = 8192;
 constexpr uint32_t prefill_rows_per_thread = 4;
 constexpr uint32_t prefill_tiles_per_pass = 64;  // keeps each invocation's loops in the low thousands
 constexpr uint32_t prefill_min_tile = 8;          // keys per tile: 32, 16 or 8 (fit_prefill_launch)
@@ -35,6 +45,10 @@ uint32_t v_stride(const AttentionConfig& config, const AttentionShape& shape) {
 
 void check(const AttentionConfig& config, const AttentionShape& shape, const AttentionBuffers& buffers,
            const char* op) {
+    if (shape.seq_cells != 0 && shape.kv_type != KvType::F16)
+        fail("{}: queries of their own sequences need an f16 cache", op);
+    if (shape.seq_cells != 0 && shape.seq_cells < shape.n_cells)
+        fail("{}: sequences {} cells apart cannot hold {} cells each", op, shape.seq_cells, shape.n_cells);
     if (config.n_head == 0 || config.n_head_kv == 0 || config.n_head % config.n_head_kv != 0)
         fail("{}: {} query heads cannot share {} KV heads", op, config.n_head, config.n_head_kv);
     if (config.head_dim_k % 4 != 0 || config.head_dim_v % 4 != 0 || config.head_dim_k == 0 || config.head_dim_v == 0)
@@ -51,22 +65,22 @@ void check(const AttentionConfig& config, const AttentionShape& shape, const Att
         fail("{}: queries {} floats apart: at least {} and a multiple of 4", op, q_stride, q_row);
     const uint64_t q_bytes = (uint64_t(shape.n_tokens) - 1) * q_stride * 4 + uint64_t(q_row) * 4;
     const uint64_t out_bytes = uint64_t(shape.n_tokens) * config.n_head * config.head_dim_v * 4;
+    const uint64_t cells =
+        shape.seq_cells ? (uint64_t(shape.n_tokens) - 1) * shape.seq_cells + shape.n_cells : shape.n_cells;
     if (shape.n_tokens == 0 || shape.n_cells == 0 || buffers.q.size < q_bytes || buffers.out.size < out_bytes ||
-        buffers.positions.size < uint64_t(shape.n_tokens) * 4 ||
-        buffers.k_cache.size < kv_cache_bytes(shape.kv_type, shape.n_cells, k_row) ||
-        buffers.v_cache.size < kv_cache_bytes(shape.kv_type, shape.n_cells, v_row))
+        buffers.positions.size < uint64_t(shape.n_tokens) * 4 || cells > UINT32_MAX ||
+        buffers.k_cache.size < kv_cache_bytes(shape.kv_type, uint32_t(cells), k_row) ||
+        buffers.v_cache.size < kv_cache_bytes(shape.kv_type, uint32_t(cells), v_row))
         fail("{}: buffers too small for {} queries over {} cells", op, shape.n_tokens, shape.n_cells);
 }
 
-// Workgroups per head group a decode dispatch needs (under the loop cap) and may have (up to
-// decode_max_workers, no more than the cells); scratch is sized for the latter.
-uint32_t decode_workers_needed(const AttentionShape& shape, uint32_t max_worker_keys) {
-    return (shape.n_cells + max_worker_keys - 1) / max_worker_keys;
-}
-
+// Workgroups per head group a decode dispatch may have: up to decode_max_workers shared among the
+// queries, no more than the cells, more only where the loop cap needs them (the basic subgroups' one,
+// the lowest: attn_decode_split takes 4 keys or more per step); scratch is sized for them.
 uint32_t decode_workers_bound(const AttentionShape& shape) {
     const uint32_t per_query = (decode_max_workers + shape.n_tokens - 1) / shape.n_tokens;
-    return std::max(std::min(per_query, shape.n_cells), decode_workers_needed(shape, decode_max_worker_keys_basic));
+    return std::max(std::min(per_query, shape.n_cells),
+                    (shape.n_cells + decode_max_worker_keys_basic - 1) / decode_max_worker_keys_basic);
 }
 
 // Bytes of the partial outputs, aligned so the partial statistics after them can be bound.
@@ -99,6 +113,53 @@ uint32_t decode_heads(const gpu::Capabilities& caps, const AttentionConfig& conf
     fail("attention_decode: heads of {} dims do not fit in shared memory", config.head_dim_k);
 }
 
+// attn_decode_split's launch: HEADS query heads per workgroup (as many of a KV group as the lanes'
+// registers hold, up to 8), KEY_LANES lanes per key (at least 8, a 128-byte f16 span per load, more
+// where registers need it; within the smallest subgroup and the V units), and a workgroup whose
+// shared memory fits.
+constexpr uint32_t split_keys_per_step = 2;  // the shader's KEYS_PER_STEP
+
+struct SplitLaunch {
+    uint32_t workgroup, key_lanes, heads;
+    uint32_t step_keys() const { return workgroup / key_lanes * split_keys_per_step; }  // the shader's STEP_KEYS
+};
+
+std::optional<SplitLaunch> fit_split_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
+    if (caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU || !caps.has_subgroup(VK_SUBGROUP_FEATURE_SHUFFLE_BIT))
+        return std::nullopt;
+    // the shader's QUADS, UNITS_K and UNITS_V
+    const uint32_t quads = config.head_dim_k % 8 == 0 && config.head_dim_v % 8 == 0 ? 2 : 1;
+    const uint32_t units_k = config.head_dim_k / 4 / quads, units_v = config.head_dim_v / 4 / quads;
+    const uint32_t widest = std::bit_floor(std::min({std::max(1u, caps.min_subgroup_size), units_v, 32u}));
+    const uint32_t group = config.n_head / config.n_head_kv;
+    auto lane_floats = [&](uint32_t heads, uint32_t lanes) {
+        const uint32_t lane_units = (units_k + lanes - 1) / lanes + (units_v + lanes - 1) / lanes;
+        return (heads + split_keys_per_step) * lane_units * 4 * quads;
+    };
+    SplitLaunch launch{0, widest, 1};
+    for (uint32_t heads = std::min(group, decode_max_heads); heads > 1 && launch.heads == 1; --heads)
+        for (uint32_t lanes = std::min(8u, widest); group % heads == 0 && lanes <= widest; lanes *= 2)
+            if (lane_floats(heads, lanes) <= split_lane_floats) {
+                launch = {0, lanes, heads};
+                break;
+            }
+    if (launch.heads == 1)
+        for (uint32_t lanes = std::min(8u, widest); lanes <= widest; lanes *= 2)
+            if (lane_floats(1, lanes) <= split_lane_floats || lanes == widest) {
+                launch.key_lanes = lanes;
+                break;
+            }
+    // group_out, group_stats, head_stats, worker_stats and last_arrival of the shader
+    auto shared_bytes = [&](uint64_t workgroup) {
+        const uint64_t key_groups = workgroup / launch.key_lanes;
+        return key_groups * config.head_dim_v * 4 + (key_groups + 1 + decode_max_workers) * launch.heads * 8 + 4;
+    };
+    for (launch.workgroup = flat_workgroup_size(caps, split_workgroup); launch.workgroup >= 2 * launch.key_lanes;
+         launch.workgroup /= 2)
+        if (shared_bytes(launch.workgroup) <= caps.max_shared_memory) return launch;
+    return std::nullopt;
+}
+
 params::AttentionParams attention_params(const AttentionConfig& config, const AttentionShape& shape,
                                          uint32_t worker_keys, uint32_t key_begin, uint32_t key_end) {
     return {.n_tokens = shape.n_tokens,
@@ -106,7 +167,7 @@ params::AttentionParams attention_params(const AttentionConfig& config, const At
             .n_head = config.n_head, .n_head_kv = config.n_head_kv,
             .n_cells = shape.n_cells, .worker_keys = worker_keys, .key_begin = key_begin, .key_end = key_end,
             .n_swa = config.n_swa, .scale = config.scale, .softcap = config.softcap, .causal = config.causal,
-            .v_row = v_stride(config, shape)};
+            .v_row = v_stride(config, shape), .seq_cells = shape.seq_cells};
 }
 
 // Prefill: a workgroup of (head_dim_v / 4) x row_threads invocations owns rows = row_threads * 4
@@ -216,16 +277,28 @@ std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const Attenti
         fail("attention_decode: counters of {} bytes, {} needed", buffers.counters.size,
              attention_decode_counter_bytes(config, shape));
     const gpu::Capabilities& caps = device.caps();
-    const uint32_t lanes = std::max(1u, caps.subgroup_size), heads = decode_heads(caps, config, lanes);
+    const std::optional<SplitLaunch> split = fit_split_launch(caps, config);
+    const uint32_t lanes = std::max(1u, caps.subgroup_size);
+    const uint32_t heads = split ? split->heads : decode_heads(caps, config, lanes);
     const uint32_t head_groups = config.n_head / heads;
     const bool cpu = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
-    uint32_t workers = workers_wanted ? workers_wanted
-                       : cpu            ? (cpu_decode_workgroups + head_groups * shape.n_tokens - 1) / (head_groups * shape.n_tokens)
-                                        : (shape.n_cells + gpu_worker_keys - 1) / gpu_worker_keys;
-    const uint32_t max_worker_keys =
-        caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) ? decode_max_worker_keys : decode_max_worker_keys_basic;
-    workers = std::max(std::min(workers, decode_workers_bound(shape)), decode_workers_needed(shape, max_worker_keys));
-    if (shape.n_tokens > caps.max_workgroup_count[2] || head_groups > caps.max_workgroup_count[1] ||
+    // Workers per (query, head group): with the split kernel enough for split_workgroups_per_unit
+    // workgroups on every compute unit, on CPU devices about cpu_decode_workgroups in all.
+    const uint32_t query_groups = head_groups * shape.n_tokens;
+    const uint32_t compute_units = caps.compute_units ? caps.compute_units : default_compute_units;
+    uint32_t workers = workers_wanted;
+    if (!workers && split) workers = (compute_units * split_workgroups_per_unit + query_groups - 1) / query_groups;
+    else if (!workers && cpu) workers = (cpu_decode_workgroups + query_groups - 1) / query_groups;
+    else if (!workers) workers = (shape.n_cells + gpu_worker_keys - 1) / gpu_worker_keys;
+    // Keys a workgroup may take under lavapipe's loop cap: a loop step per STEP_KEYS keys (split) or
+    // per subgroup of keys.
+    const bool arithmetic = caps.has_subgroup(VK_SUBGROUP_FEATURE_ARITHMETIC_BIT);
+    const uint64_t max_worker_keys = split        ? uint64_t(split_max_steps) * split->step_keys()
+                                     : arithmetic ? decode_max_worker_keys
+                                                  : decode_max_worker_keys_basic;
+    const uint32_t bound = decode_workers_bound(shape), most = split ? std::min(bound, decode_max_workers) : bound;
+    workers = std::max(std::min(workers, most), uint32_t((shape.n_cells + max_worker_keys - 1) / max_worker_keys));
+    if (shape.n_tokens > caps.max_workgroup_count[2] || head_groups > caps.max_workgroup_count[1] || workers > most ||
         workers > caps.max_workgroup_count[0])
         fail("attention_decode: {} queries over {} cells exceed the device's dispatch limits", shape.n_tokens, shape.n_cells);
     const uint64_t out_bytes = decode_partial_out_bytes(config, shape);
@@ -233,8 +306,14 @@ std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const Attenti
     const graph::Region partial_stats = buffers.scratch.sub(out_bytes, buffers.scratch.size - out_bytes);
 
     graph::Dispatch decode;
-    decode.pipeline = &device.pipelines().get(kv_pipeline_name("attn_decode", shape.kv_type, false, caps),
-                                              decode_pipeline_options(caps, config, lanes, heads));
+    if (split)
+        decode.pipeline = &device.pipelines().get(
+            kv_pipeline_name("attn_decode_split", shape.kv_type, false, caps),
+            {{{0, split->workgroup}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, heads},
+              {6, uint32_t(std::countr_zero(split->key_lanes))}}});
+    else
+        decode.pipeline = &device.pipelines().get(kv_pipeline_name("attn_decode", shape.kv_type, false, caps),
+                                                  decode_pipeline_options(caps, config, lanes, heads));
     decode.bindings = {{buffers.q, gpu::Access::Read},
                        {buffers.k_cache, gpu::Access::Read},
                        {buffers.v_cache, gpu::Access::Read},
@@ -243,7 +322,8 @@ std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const Attenti
                        {partial_stats, gpu::Access::ReadWrite},
                        {buffers.counters, gpu::Access::ReadWrite},
                        {buffers.out, gpu::Access::Write}};
-    const uint32_t worker_keys = workers_wanted ? 1 : cpu ? cpu_worker_keys : gpu_worker_keys;
+    // At least two steps per workgroup on GPUs: fewer keys than that share no better.
+    const uint32_t worker_keys = workers_wanted ? 1 : cpu ? cpu_worker_keys : split ? 2 * split->step_keys() : gpu_worker_keys;
     decode.params(attention_params(config, shape, worker_keys, 0, shape.n_cells));
     decode.groups = {workers, head_groups, shape.n_tokens};
     return {decode};
@@ -274,6 +354,7 @@ std::vector<graph::Dispatch> attention_prefill(gpu::Device& device, const Attent
                                                const AttentionShape& shape, const AttentionBuffers& buffers,
                                                uint32_t key_limit, std::optional<CoopmatShape> coopmat) {
     check(config, shape, buffers, "attention_prefill");
+    if (shape.seq_cells != 0) fail("attention_prefill: queries of their own sequences take attention_decode");
     require_scratch(buffers, attention_prefill_scratch_bytes(config, shape), "attention_prefill");
     const gpu::Capabilities& caps = device.caps();
     const PrefillLaunch launch = prefill_launch(caps, config, coopmat);

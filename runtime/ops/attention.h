@@ -8,7 +8,11 @@
 // every step: they cover the whole cache and skip the keys no query sees.
 //   decode:  few queries; each query's visible keys split over workgroups (as many as the keys in use
 //            call for, up to the dispatch's) whose last to finish merges their partial results, in one
-//            dispatch (shaders/attn_decode.comp). Scratch grows with n_tokens, not n_cells.
+//            dispatch. GPUs with subgroup shuffles take shaders/attn_decode_split.comp (lanes of a
+//            key group read a key's row together, workgroups enough for every compute unit); CPU
+//            devices and those with basic subgroups shaders/attn_decode.comp (a lane per key, one
+//            subgroup per workgroup). Scratch grows with n_tokens, not n_cells. A decode step over
+//            several sequences is one dispatch too (AttentionShape::seq_cells).
 //   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys,
 //            indirect where there are several: a first pass (attn_prefill_spans.comp) gives workgroups
 //            only to the spans some query sees; where caps.use_float16(), q.k is formed in f16 (f32
@@ -36,6 +40,10 @@ struct AttentionShape {
                             // so q can be read in place from a fused QKV projection
     uint32_t v_stride = 0;  // values from one cell's V row to the next (0: n_head_kv * head_dim_v); MLA binds
                             // the K cache as V with the K row, so V is each key's first head_dim_v values
+    // Decode only, f16 caches: 0, or query t is the one token of its own sequence, whose n_cells cells
+    // start at cell t * seq_cells of the caches (which hold n_tokens such blocks) and whose last
+    // position is its own.
+    uint32_t seq_cells = 0;
 };
 
 // The buffers: q f32 [n_tokens] rows of q_stride floats, each starting with [n_head][head_dim_k]; caches as kv_write fills them; positions int32
@@ -55,8 +63,8 @@ std::string kv_pipeline_name(std::string_view kernel, KvType type, bool float16,
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
 uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const AttentionShape& shape);
 // workers (0: the device's choice; tests set it) is how many workgroups per head group may share a
-// query's keys: many on GPUs, a few on CPU devices; a test's count splits the keys as finely as it
-// allows. One dispatch.
+// query's keys: on GPUs enough workgroups for every compute unit (gpu::Capabilities::compute_units),
+// a few on CPU devices; a test's count splits the keys as finely as it allows. One dispatch.
 std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                               const AttentionShape& shape, const AttentionBuffers& buffers,
                                               uint32_t workers = 0);

@@ -43,6 +43,8 @@ graph::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvTyp
     if (rope.n_dims == 0 || rope.n_dims % 2 != 0 || rope.n_dims > shape.head_dim)
         fail("rope_kv_write: {} rotated dims in heads of {} (must be even, 2 to head_dim)", rope.n_dims,
              shape.head_dim);
+    if (shape.temperature_beta != 0 && shape.temperature_length == 0)
+        fail("rope_kv_write: an attention temperature needs a positive length");
     if (k_row == 0 || v_row == 0 || k_row % unit != 0 || v_row % unit != 0 || stride < q_row + k_row + v_row)
         fail("rope_kv_write: k rows of {} and v rows of {} values ({} apart): the cache needs multiples of {}", k_row,
              v_row, stride, unit);
@@ -64,9 +66,11 @@ graph::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvTyp
                                          .n_head_kv = shape.n_head_kv, .head_dim = shape.head_dim,
                                          .head_dim_v = shape.head_dim_v, .n_dims = rope.n_dims,
                                          .token_stride = stride, .n_cells = shape.n_cells,
-                                         .mscale = rope_mscale(rope)});
+                                         .mscale = rope_mscale(rope), .temperature_beta = shape.temperature_beta,
+                                         .temperature_length = shape.temperature_length});
+    const uint32_t q_head_pairs = (shape.temperature_beta != 0 ? shape.head_dim : rope.n_dims) / 2;
     const uint64_t invocations =
-        uint64_t(shape.n_tokens) * (shape.n_head * (rope.n_dims / 2) + k_row / unit + v_row / unit);
+        uint64_t(shape.n_tokens) * (shape.n_head * q_head_pairs + k_row / unit + v_row / unit);
     dispatch.groups = group_grid((invocations + workgroup_size - 1) / workgroup_size, device.caps());
     return dispatch;
 }

@@ -28,10 +28,14 @@ struct RopeKvShape {
     uint32_t n_tokens = 0, n_head = 0, n_head_kv = 0, head_dim = 0, head_dim_v = 0;
     uint32_t token_stride = 0;  // 0: the three parts packed
     uint32_t n_cells = 0;       // cells of each cache; slots outside it are skipped
+    // The Llama-4 attention temperature (model-notes.md B.5): q *= 1 + beta * ln(1 + floor(pos /
+    // length)) after RoPE, as ops::attn_temp does; beta 0: none.
+    float temperature_beta = 0;
+    uint32_t temperature_length = 0;
 };
 
-// Rotates q in place, and writes rope(k) and v into cells slots[t] of k_cache and v_cache; phases
-// and positions as ops::rope takes them.
+// Rotates q in place (and scales it by the attention temperature), and writes rope(k) and v into
+// cells slots[t] of k_cache and v_cache; phases and positions as ops::rope takes them.
 graph::Dispatch rope_kv_write(gpu::Device& device, const RopeConfig& rope, KvType type, const RopeKvShape& shape,
                               const graph::Region& phases, const graph::Region& positions, const graph::Region& slots,
                               const graph::Region& qkv, const graph::Region& k_cache, const graph::Region& v_cache);

@@ -19,6 +19,11 @@ constexpr uint32_t attention_max_heads = 8;     // query heads sharing one workg
 constexpr uint32_t attention_target_tile = 128;  // keys per tile (one per invocation)
 constexpr uint64_t shared_reserve = 1024;        // workgroup_reduce.glsl's scratch
 
+// Cells the caches hold: n_cells, or a block of them per token from cell t * seq_cells on.
+uint64_t cache_cells(uint32_t n_tokens, uint32_t n_cells, uint32_t seq_cells) {
+    return seq_cells ? (uint64_t(n_tokens) - 1) * seq_cells + n_cells : n_cells;
+}
+
 void check_config(const MsaConfig& config, const char* op) {
     if (config.n_index_head == 0 || config.index_dim == 0 || config.index_dim % 4 != 0 || config.block_size == 0 ||
         config.top_k == 0 || config.top_k > max_top_k)
@@ -100,13 +105,14 @@ std::vector<graph::Dispatch> msa_select(gpu::Device& device, const MsaConfig& co
     const uint32_t n_blocks = msa_blocks(config, shape.n_cells);
     const gpu::Capabilities& caps = device.caps();
     if (shape.n_tokens == 0 || shape.n_cells == 0 || n_blocks > caps.max_workgroup_count[0] ||
-        shape.n_tokens > caps.max_workgroup_count[1])
+        shape.n_tokens > caps.max_workgroup_count[1] || (shape.seq_cells != 0 && shape.seq_cells < shape.n_cells))
         fail("msa_select: {} tokens over {} blocks exceed the device's dispatch limits (or are none)", shape.n_tokens,
              n_blocks);
     const TopKShape top = selection_shape(config, shape);
     const uint64_t selected_bytes = uint64_t(top.n_rows) * top.k * 4;
     if (index_q.size < (uint64_t(shape.n_tokens) - 1) * q_stride * 4 + uint64_t(q_row) * 4 ||
-        key_cache.size < uint64_t(shape.n_cells) * config.index_dim * 4 || positions.size < uint64_t(shape.n_tokens) * 4 ||
+        key_cache.size < cache_cells(shape.n_tokens, shape.n_cells, shape.seq_cells) * config.index_dim * 4 ||
+        positions.size < uint64_t(shape.n_tokens) * 4 ||
         selection.scores.size < selected_bytes || selection.blocks.size < selected_bytes ||
         scratch.size < msa_select_scratch_bytes(config, shape))
         fail("msa_select: buffers too small for {} tokens over {} cells", shape.n_tokens, shape.n_cells);
@@ -119,7 +125,7 @@ std::vector<graph::Dispatch> msa_select(gpu::Device& device, const MsaConfig& co
                       {positions, gpu::Access::Read}, {scores, gpu::Access::Write}};
     score.params(params::MsaScoreParams{.n_tokens = shape.n_tokens, .n_cells = shape.n_cells, .n_blocks = n_blocks,
                                         .block_size = config.block_size, .local_blocks = config.local_blocks,
-                                        .q_stride = q_stride});
+                                        .q_stride = q_stride, .seq_cells = shape.seq_cells});
     score.groups = {n_blocks, shape.n_tokens, 1};
 
     // A one-pass top-k binds no scratch of its own.
@@ -139,6 +145,10 @@ graph::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config
     if (config.head_dim_k == 0 || config.head_dim_k % 4 != 0 || config.head_dim_v == 0 || config.head_dim_v % 4 != 0)
         fail("msa_attention: head dims {} and {} must be multiples of 4", config.head_dim_k, config.head_dim_v);
     if (config.softcap != 0 || config.n_swa != 0) fail("msa_attention: softcap and sliding window are not supported");
+    if (shape.seq_cells != 0 && shape.kv_type != KvType::F16)
+        fail("msa_attention: queries of their own sequences need an f16 cache");
+    if (shape.seq_cells != 0 && shape.seq_cells < shape.n_cells)
+        fail("msa_attention: sequences {} cells apart cannot hold {} cells each", shape.seq_cells, shape.n_cells);
     const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
     if (shape.kv_type == KvType::Q8_0 && (k_row % kv_q8_block != 0 || v_row % kv_q8_block != 0))
         fail("msa_attention: q8_0 cache rows of {} and {} values are not whole blocks of 32", k_row, v_row);
@@ -146,13 +156,15 @@ graph::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config
     if (q_stride < q_row || q_stride % 4 != 0)
         fail("msa_attention: queries {} floats apart: at least {} and a multiple of 4", q_stride, q_row);
     const uint32_t selected = msa_selected(msa, shape.n_cells);
+    const uint64_t cells = cache_cells(shape.n_tokens, shape.n_cells, shape.seq_cells);
+    if (cells > UINT32_MAX) fail("msa_attention: {} queries over {} cells each exceed the cache", shape.n_tokens, shape.n_cells);
     const uint64_t selected_bytes = uint64_t(shape.n_tokens) * msa.n_index_head * selected * 4;
     if (shape.n_tokens == 0 || shape.n_cells == 0 ||
         buffers.q.size < (uint64_t(shape.n_tokens) - 1) * q_stride * 4 + uint64_t(q_row) * 4 ||
         buffers.out.size < uint64_t(shape.n_tokens) * config.n_head * config.head_dim_v * 4 ||
         buffers.positions.size < uint64_t(shape.n_tokens) * 4 ||
-        buffers.k_cache.size < kv_cache_bytes(shape.kv_type, shape.n_cells, k_row) ||
-        buffers.v_cache.size < kv_cache_bytes(shape.kv_type, shape.n_cells, v_row) ||
+        buffers.k_cache.size < kv_cache_bytes(shape.kv_type, uint32_t(cells), k_row) ||
+        buffers.v_cache.size < kv_cache_bytes(shape.kv_type, uint32_t(cells), v_row) ||
         buffers.selection.scores.size < selected_bytes || buffers.selection.blocks.size < selected_bytes)
         fail("msa_attention: buffers too small for {} queries over {} cells", shape.n_tokens, shape.n_cells);
     const gpu::Capabilities& caps = device.caps();
@@ -174,7 +186,8 @@ graph::Dispatch msa_attention(gpu::Device& device, const AttentionConfig& config
     dispatch.params(params::MsaAttentionParams{.n_tokens = shape.n_tokens, .q_stride = q_stride,
                                                .n_head = config.n_head, .n_head_kv = config.n_head_kv,
                                                .n_cells = shape.n_cells, .block_size = msa.block_size,
-                                               .top_k = selected, .scale = config.scale});
+                                               .top_k = selected, .scale = config.scale,
+                                               .seq_cells = shape.seq_cells});
     dispatch.groups = {config.n_head / heads, shape.n_tokens, 1};
     return dispatch;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // MiniMax sparse attention (model-notes.md C.6; shaders/msa_*.comp) over a single-sequence cache
-// whose cell j holds position j. A light indexer picks, for every token and KV group, the top_k
+// whose cell j holds position j, or one per token in a decode step over several sequences (seq_cells,
+// as ops::AttentionShape has it). A light indexer picks, for every token and KV group, the top_k
 // blocks of block_size cells; the group's query heads attend to those blocks only. All on the GPU:
 // the selected blocks stay in a buffer the attention reads.
 //   msa_key_write:  index keys into the layer's f32 index-key cache, at each token's slot;
@@ -38,6 +39,7 @@ struct MsaShape {
     uint32_t n_tokens = 0;
     uint32_t n_cells = 0;
     uint32_t q_stride = 0;  // floats between tokens' index queries, a multiple of 4 (0: n_index_head * index_dim)
+    uint32_t seq_cells = 0;  // 0, or token t is its own sequence's, over the n_cells cells from cell t * seq_cells
 };
 
 // The selected blocks: f32 scores and uint32 block ids, [n_tokens][n_index_head][msa_selected];

@@ -21,7 +21,7 @@ TEST_CASE("shaders --stats creates stories260K's pipelines on null-hardware navi
     INFO(result.err);
     CHECK(result.exit_code == 0);
     CHECK(result.out.find("Null hardware (RADV NAVI21)") != std::string::npos);
-    for (const char* pipeline : {"matvec_f32:", "matmul_f32:", "attn_decode_f16:", "attn_decode_q8_0:", "rmsnorm_mul:"})
+    for (const char* pipeline : {"matvec_f32:", "matmul_f32:", "attn_decode_split_f16:", "attn_decode_split_q8_0:", "rmsnorm_mul:"})
         CHECK(result.out.find(pipeline) != std::string::npos);
     for (const char* field : {"registers ", "SGPRs", "spills 0", "waves/SIMD", "summary:", " (VGPRs),", " 0 spilling"})
         CHECK(result.out.find(field) != std::string::npos);

@@ -96,6 +96,22 @@ float max_abs_difference(const std::vector<float>& a, const std::vector<float>& 
     return most;
 }
 
+// The largest relative RMS difference between the rows of `a` and `b` (rows of `width` values), the
+// measure two vkllm runs are compared by (../shared/fixtures/README.md).
+double worst_row_relative_rms(const std::vector<float>& a, const std::vector<float>& b, size_t width) {
+    REQUIRE(a.size() == b.size());
+    double worst = 0;
+    for (size_t row = 0; row < a.size() / width; ++row) {
+        double error = 0, norm = 0;
+        for (size_t i = row * width; i < (row + 1) * width; ++i) {
+            error += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+            norm += double(b[i]) * b[i];
+        }
+        worst = std::max(worst, std::sqrt(error / norm));
+    }
+    return worst;
+}
+
 }  // namespace
 
 TEST_CASE("BERT embeddings match llama.cpp's on the synth fixture, mean and cls pooling") {
@@ -214,7 +230,10 @@ TEST_CASE("pooled embeddings of a decoder model are deterministic, normalized an
     }
     CHECK(most < 1e-4f);
 
-    // An input longer than a prompt chunk runs in chunks, as a prompt does: the same states.
+    // An input longer than a prompt chunk runs in chunks, as a prompt does: the same states, up to the
+    // rounding of the projections (matvec for chunks of 8, matmul for the whole), where a K or V value
+    // a rounding step from its neighbour takes the other f16 value in the cache that every later
+    // position reads (3.9e-4 with the nvidia profile's kernels; test_mistral4 says the same of MLA).
     const std::vector<tokenizer::TokenId> story = last.tokenize(
         "Once upon a time there was a little girl named Lily who loved to play outside in the sun with her dog.");
     REQUIRE(story.size() > 16);
@@ -224,7 +243,11 @@ TEST_CASE("pooled embeddings of a decoder model are deterministic, normalized an
     engine.session().truncate(0);
     engine.session().eval_hidden(0, story, whole);
     CHECK(in_chunks.size() == story.size() * n_embd);
-    CHECK(max_abs_difference(in_chunks, whole) < 1e-4f);
+    // Chunks of 8 take the matvec kernels and the whole input the matmul ones; on GPUs (slices) they sum
+    // in different orders, and a last-bit difference in a key can round to another f16 in the cache:
+    // the tolerance of runs through different projection kernels (test_batch, n_ubatch 1), far under
+    // what a wrong state would give.
+    CHECK(worst_row_relative_rms(in_chunks, whole, n_embd) < 3e-4);
 
     Embedder mean(engine, {.pooling = Pooling::Mean});
     const std::vector<float> mean_vector = mean.embed(Inputs{story})[0];

@@ -9,15 +9,12 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
-
-#include <fmt/format.h>
+#include <sstream>
 
 #include "fixture_check.h"
 #include "gpu_fixture.h"
 #include "graph/baked.h"
-#include "model/blocks.h"
 #include "model/session.h"
-#include "ops/elementwise.h"
 #include "session_check.h"
 
 using namespace vkllm;
@@ -312,28 +309,25 @@ TEST_CASE("bad sequence numbers and decode steps are refused before anything run
                          "f16 cache", Error);
 }
 
-// A row of a decode step is bound alone (its query, its output): in place where its offset meets the
-// device's alignment, else through a copy in and a copy back. Rows of 3 floats miss 16-byte alignment.
-TEST_CASE("row views bind aligned rows in place and copy misaligned ones in and back") {
-    constexpr uint32_t floats = 3, n_rows = 8;
-    const std::vector<float> input = test::random_floats(n_rows * floats, 7);
-    gpu::Buffer x = test::upload(input), y = test::upload(std::vector<float>(n_rows * floats, 0.0f));
-    graph::Graph g(test::device());
-    const model::StepInputs step{};
-    model::blocks::Builder b{g, test::device(), step, {n_rows, false}};
-    const graph::Region x_rows = g.persistent("x", x.range()), y_rows = g.persistent("y", y.range());
-    const uint64_t alignment = test::device().caps().min_storage_buffer_offset_alignment;
-    std::vector<float> want(n_rows * floats, 0.0f);
-    for (uint32_t row : {0u, 3u, 4u, 5u}) {
-        const model::blocks::SequenceRows rows{row, 1, {}, nullptr, fmt::format(".row{}", row)};
-        const auto in = model::blocks::row_view(b, "in" + rows.suffix, x_rows, floats, rows, true);
-        const auto out = model::blocks::row_view(b, "out" + rows.suffix, y_rows, floats, rows, false);
-        CHECK(in.copied == (row * floats * sizeof(float) % alignment != 0));
-        CHECK(out.copied == in.copied);
-        g.add("scale" + rows.suffix, ops::scale(test::device(), in.rows, out.rows, floats, 2.0f));
-        model::blocks::place_rows(b, "out" + rows.suffix, out);
-        for (uint32_t c = 0; c < floats; ++c) want[row * floats + c] = 2.0f * input[row * floats + c];
-    }
-    std::move(g).bake().replay();
-    CHECK(test::download(y, n_rows * floats) == want);
+// A decode step over several sequences runs each layer's attention as one dispatch for all its rows
+// (every family: GQA, MLA's latent, MiniMax's block selection and sparse attention), not one per
+// sequence.
+TEST_CASE("a decode step of 8 sequences runs one attention pass per layer") {
+    for_each_model([](const std::string&, const model::Model& model, const std::vector<int32_t>&) {
+        model::Session session(test::device(), model, {.n_ctx = n_ctx, .n_seq = 8, .n_ubatch = n_ubatch});
+        graph::Graph g(test::device());
+        session.build_graph(g, 8, true, false, UINT32_MAX);
+        std::ostringstream dump;
+        std::move(g).bake().dump(dump);
+        std::map<std::string, uint32_t> pipelines;  // attention kernels by passes that run them
+        std::istringstream lines(dump.str());
+        for (std::string line; std::getline(lines, line);) {
+            for (const char* kernel : {"[attn_decode", "[attn_prefill", "[msa_attention", "[msa_block_scores"})
+                if (line.find(kernel) != std::string::npos) ++pipelines[kernel];
+        }
+        const uint32_t n_layer = model.info().n_layer;
+        CHECK(pipelines["[attn_decode"] + pipelines["[msa_attention"] == n_layer);
+        CHECK(pipelines["[msa_block_scores"] <= n_layer);
+        CHECK(pipelines["[attn_prefill"] == 0);
+    });
 }

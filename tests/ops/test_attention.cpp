@@ -179,6 +179,99 @@ TEST_CASE("attention decode: one dispatch replayed over changing positions") {
     }
 }
 
+// A decode step over several sequences (AttentionShape::seq_cells): query t is its own sequence's one
+// token, over the n_cells cells of its block (blocks seq_cells apart, with cells between them that no
+// query may read), its position its sequence's last; a circular window wraps per sequence, a negative
+// position (a padding row) gives zeros. MLA reads V as each K row's first values (v_from_k).
+TEST_CASE("attention decode: one dispatch for several sequences, each over its own cells") {
+    struct SequencesCase {
+        const char* name;
+        ops::AttentionConfig config;
+        uint32_t n_cells, seq_cells;
+        std::vector<int32_t> positions;  // one query per sequence
+        bool v_from_k = false;
+    };
+    const SequencesCase cases[] = {
+        {"gqa", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f}, 300, 304,
+         {299, 0, 150, 17, 298}},
+        {"window, softcap, padding row", {.n_head = 4, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128,
+                                          .scale = 0.088f, .softcap = 20.0f, .n_swa = 100}, 100, 112, {5000, 99, 250, -1}},
+        {"latent: v from k", {.n_head = 16, .n_head_kv = 1, .head_dim_k = 96, .head_dim_v = 64, .scale = 0.1f}, 520, 528,
+         {519, 3, 260}, true},
+    };
+    uint64_t seed = test::base_seed() + 1250;
+    for (const SequencesCase& c : cases) {
+        const std::string name = c.name;
+        CAPTURE(name);
+        const ops::AttentionConfig& config = c.config;
+        const uint32_t n_tokens = uint32_t(c.positions.size()), all_cells = n_tokens * c.seq_cells;
+        const uint32_t k_row = config.n_head_kv * config.head_dim_k;
+        const uint32_t v_row = c.v_from_k ? k_row : config.n_head_kv * config.head_dim_v;
+        const std::vector<float> q = test::random_floats(size_t(n_tokens) * config.n_head * config.head_dim_k, seed,
+                                                         -1.0f, 1.0f);
+        std::vector<int32_t> cells(all_cells);
+        std::iota(cells.begin(), cells.end(), 0);
+        std::vector<std::byte> k_cache(ops::kv_cache_bytes(ops::KvType::F16, all_cells, k_row));
+        std::vector<std::byte> v_cache(ops::kv_cache_bytes(ops::KvType::F16, all_cells, v_row));
+        ref::kv_write(ops::KvType::F16, test::random_floats(size_t(all_cells) * k_row, seed + 1, -1.0f, 1.0f), cells,
+                      k_row, k_cache);
+        ref::kv_write(ops::KvType::F16, test::random_floats(size_t(all_cells) * v_row, seed + 2, -1.0f, 1.0f), cells,
+                      v_row, v_cache);
+        if (c.v_from_k) v_cache = k_cache;
+        const std::vector<float> k_values = ref::kv_read(ops::KvType::F16, k_cache, k_row);
+        const std::vector<float> v_values = ref::kv_read(ops::KvType::F16, v_cache, v_row);
+
+        // Each sequence alone: its block's cells, V rows cut to the heads' values.
+        const uint32_t out_row = config.n_head * config.head_dim_v, q_row = config.n_head * config.head_dim_k;
+        const uint32_t v_heads = config.n_head_kv * config.head_dim_v;
+        std::vector<float> want(size_t(n_tokens) * out_row);
+        for (uint32_t t = 0; t < n_tokens; ++t) {
+            const size_t first = size_t(t) * c.seq_cells;
+            std::vector<float> v_block(size_t(c.n_cells) * v_heads);
+            for (uint32_t cell = 0; cell < c.n_cells; ++cell)
+                std::copy_n(&v_values[(first + cell) * v_row], v_heads, &v_block[size_t(cell) * v_heads]);
+            ref::attention(std::span(q).subspan(size_t(t) * q_row, q_row),
+                           std::span(k_values).subspan(first * k_row, size_t(c.n_cells) * k_row), v_block,
+                           std::span(c.positions).subspan(t, 1), config,
+                           std::span(want).subspan(size_t(t) * out_row, out_row));
+        }
+
+        const ops::AttentionShape shape{.n_tokens = n_tokens, .n_cells = c.n_cells, .kv_type = ops::KvType::F16,
+                                        .v_stride = c.v_from_k ? k_row : 0, .seq_cells = c.seq_cells};
+        gpu::Buffer q_buffer = test::upload(q), k = test::upload_bytes(k_cache), v = test::upload_bytes(v_cache);
+        gpu::Buffer positions = test::upload_values(std::span(c.positions));
+        gpu::Buffer scratch = test::zero_buffer(ops::attention_decode_scratch_bytes(config, shape));
+        gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
+        for (uint32_t workers : {UINT32_MAX, 3u, 0u}) {
+            CAPTURE(workers);
+            gpu::Buffer out = test::upload(std::vector<float>(want.size(), NAN));
+            test::OpGraph g;
+            g.run(ops::attention_decode(test::device(), config, shape,
+                                        {g(q_buffer), g(k), g(v), g(positions), g(out), g(scratch), g(counters)}, workers));
+            test::check_close(test::download(out, want.size()), want, test::f32_tolerance, seed, c.name);
+            check_counters_zero(counters, config, shape);
+        }
+        seed += 3;
+    }
+}
+
+// Queries of their own sequences: f16 caches only, blocks no shorter than a sequence's cells, decode only.
+TEST_CASE("attention over several sequences refuses what it cannot take") {
+    const ops::AttentionConfig config{.n_head = 4, .n_head_kv = 1, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f};
+    gpu::Buffer buffer = test::zero_buffer(1 << 20);
+    test::OpGraph g;
+    const ops::AttentionBuffers buffers{g(buffer), g(buffer), g(buffer), g(buffer), g(buffer), g(buffer), g(buffer)};
+    const auto decode = [&](ops::AttentionShape shape) { return ops::attention_decode(test::device(), config, shape, buffers); };
+    CHECK_THROWS_WITH_AS(decode({.n_tokens = 2, .n_cells = 64, .kv_type = ops::KvType::Q8_0, .seq_cells = 64}),
+                         "attention_decode: queries of their own sequences need an f16 cache", Error);
+    CHECK_THROWS_WITH_AS(decode({.n_tokens = 2, .n_cells = 64, .seq_cells = 32}),
+                         "attention_decode: sequences 32 cells apart cannot hold 64 cells each", Error);
+    if (ops::attention_prefill_supports(test::device().caps(), config))
+        CHECK_THROWS_WITH_AS(ops::attention_prefill(test::device(), config, {.n_tokens = 2, .n_cells = 64, .seq_cells = 64},
+                                                    buffers),
+                             "attention_prefill: queries of their own sequences take attention_decode", Error);
+}
+
 // Passes no query sees (before a window, past the batch in a long cache) get no workgroups.
 TEST_CASE("attention prefill: causal batches, windows across passes, 8192+ and 32k keys") {
     const float scale_128 = 1.0f / std::sqrt(128.0f);

@@ -1,5 +1,6 @@
 // rope_kv_write (RoPE on q and k, the K/V cache writes, one pass) against the references run in turn:
-// ref::rope on q and on k, then ref::kv_write of rope(k) and v.
+// ref::rope on q and on k, ref::attn_temp_scale on q (the attention temperature), then ref::kv_write of
+// rope(k) and v.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -20,6 +21,7 @@ struct RopeKvCase {
     ops::RopeConfig rope;
     ops::KvType type;
     uint32_t n_tokens, n_head, n_head_kv, head_dim, head_dim_v, extra;  // extra: floats after v in a row
+    float temperature_beta = 0;  // with temperature_length 8192
 };
 
 // Rows [n_tokens] of `width` floats cut from qkv at `offset` in each token's row.
@@ -47,6 +49,8 @@ void check_rope_kv(const RopeKvCase& c, uint64_t seed) {
     std::vector<float> v = part(qkv, c.n_tokens, stride, q_row + k_row, v_row);
     ref::rope(q, c.head_dim, c.n_head, positions, c.rope);
     ref::rope(k, c.head_dim, c.n_head_kv, positions, c.rope);
+    constexpr uint32_t temperature_length = 8192;
+    if (c.temperature_beta != 0) ref::attn_temp_scale(q, q_row, positions, c.temperature_beta, temperature_length);
     std::vector<float> want_qkv = qkv;
     for (uint32_t t = 0; t < c.n_tokens; ++t) std::copy_n(&q[size_t(t) * q_row], q_row, &want_qkv[size_t(t) * stride]);
     const uint32_t kept = c.n_tokens - 1;
@@ -63,7 +67,8 @@ void check_rope_kv(const RopeKvCase& c, uint64_t seed) {
     gpu::Buffer k_cache = test::zero_buffer(want_k.size()), v_cache = test::zero_buffer(want_v.size());
     const ops::RopeKvShape shape{.n_tokens = c.n_tokens, .n_head = c.n_head, .n_head_kv = c.n_head_kv,
                                  .head_dim = c.head_dim, .head_dim_v = c.head_dim_v, .token_stride = stride,
-                                 .n_cells = n_cells};
+                                 .n_cells = n_cells, .temperature_beta = c.temperature_beta,
+                                 .temperature_length = temperature_length};
     test::OpGraph g;
     g.run(ops::rope_kv_write(test::device(), c.rope, c.type, shape, g(phase_buffer), g(position_buffer), g(slot_buffer),
                              g(qkv_buffer), g(k_cache), g(v_cache)));
@@ -95,6 +100,9 @@ TEST_CASE("rope_kv_write: RoPE and both cache writes in one pass, as rope then k
         {"q8_0 neox partial, wider v", neox_partial, Q8_0, 5, 6, 3, 64, 96, 0},
         {"q8_0 blocks across small heads", {.n_dims = 8, .freq_base = 10000.0f}, Q8_0, 3, 8, 4, 8, 8, 0},
         {"f16 yarn", yarn, F16, 4, 4, 4, 64, 64, 0},
+        // The temperature scales every q dim, the unrotated ones of a partial rotation too.
+        {"f16 temperature", normal, F16, 4, 8, 2, 64, 64, 4, 0.1f},
+        {"q8_0 neox partial temperature", neox_partial, Q8_0, 5, 6, 3, 64, 96, 0, 0.25f},
     };
     uint64_t seed = test::base_seed() + 1300;
     for (const RopeKvCase& c : cases) check_rope_kv(c, seed++);
@@ -111,4 +119,9 @@ TEST_CASE("rope_kv_write refuses shapes the cache cannot take") {
     CHECK_THROWS_AS(ops::rope_kv_write(test::device(), {.n_dims = 48}, ops::KvType::Q8_0, shape, r, r, r, r, r, r),
                     Error);
     CHECK_THROWS_AS(ops::rope_kv_write(test::device(), rope, ops::KvType::F16, shape, r, r, r, r, r, r), Error);
+    ops::RopeKvShape tempered = shape;
+    tempered.head_dim = tempered.head_dim_v = 64;
+    tempered.temperature_beta = 0.1f;  // without a length
+    CHECK_THROWS_WITH_AS(ops::rope_kv_write(test::device(), rope, ops::KvType::F16, tempered, r, r, r, r, r, r),
+                         "rope_kv_write: an attention temperature needs a positive length", Error);
 }

@@ -139,6 +139,68 @@ TEST_CASE("sparse attention: index keys, block selection and attention over the 
     for (const MsaCase& c : cases) check_msa(c, seed += 10);
 }
 
+// A decode step over several sequences (seq_cells): token t selects blocks of, and attends to, the
+// n_cells cells of its own block alone, as it would in a cache of its own.
+TEST_CASE("sparse attention: one selection and one attention pass for several sequences") {
+    const ops::AttentionConfig config{.n_head = 8, .n_head_kv = 2, .head_dim_k = 32, .head_dim_v = 32,
+                                      .scale = 1.0f / std::sqrt(32.0f)};
+    const ops::MsaConfig msa{.n_index_head = 2, .index_dim = 32, .block_size = 16, .top_k = 3, .local_blocks = 1};
+    const uint32_t n_cells = 100, seq_cells = 104;
+    const std::vector<int32_t> positions{99, 5, 47, 0};
+    const uint32_t n_tokens = uint32_t(positions.size()), all_cells = n_tokens * seq_cells;
+    const uint32_t q_row = config.n_head * config.head_dim_k, iq_row = msa.n_index_head * msa.index_dim;
+    const uint32_t k_row = config.n_head_kv * config.head_dim_k, v_row = config.n_head_kv * config.head_dim_v;
+    const uint32_t out_row = config.n_head * config.head_dim_v, selected = ops::msa_selected(msa, n_cells);
+    const uint64_t seed = test::base_seed() + 4300;
+    const std::vector<float> q = test::random_floats(size_t(n_tokens) * q_row, seed, -1.0f, 1.0f);
+    const std::vector<float> index_q = test::random_floats(size_t(n_tokens) * iq_row, seed + 1, -1.0f, 1.0f);
+    const std::vector<float> key_cache = test::random_floats(size_t(all_cells) * msa.index_dim, seed + 2, -1.0f, 1.0f);
+    std::vector<int32_t> cells(all_cells);
+    std::iota(cells.begin(), cells.end(), 0);
+    std::vector<std::byte> k_cache(ops::kv_cache_bytes(ops::KvType::F16, all_cells, k_row));
+    std::vector<std::byte> v_cache(ops::kv_cache_bytes(ops::KvType::F16, all_cells, v_row));
+    ref::kv_write(ops::KvType::F16, test::random_floats(size_t(all_cells) * k_row, seed + 3, -1.0f, 1.0f), cells, k_row, k_cache);
+    ref::kv_write(ops::KvType::F16, test::random_floats(size_t(all_cells) * v_row, seed + 4, -1.0f, 1.0f), cells, v_row, v_cache);
+    const std::vector<float> k_values = ref::kv_read(ops::KvType::F16, k_cache, k_row);
+    const std::vector<float> v_values = ref::kv_read(ops::KvType::F16, v_cache, v_row);
+
+    const ops::MsaShape shape{.n_tokens = n_tokens, .n_cells = n_cells, .seq_cells = seq_cells};
+    gpu::Buffer q_buffer = test::upload(q), iq_buffer = test::upload(index_q), keys = test::upload(key_cache);
+    gpu::Buffer k = test::upload_bytes(k_cache), v = test::upload_bytes(v_cache);
+    gpu::Buffer position_buffer = test::upload_values(std::span(positions));
+    const uint64_t selection_bytes = uint64_t(n_tokens) * msa.n_index_head * selected * 4;
+    gpu::Buffer scores = test::zero_buffer(selection_bytes), blocks = test::zero_buffer(selection_bytes);
+    gpu::Buffer scratch = test::zero_buffer(ops::msa_select_scratch_bytes(msa, shape));
+    gpu::Buffer out = test::upload(std::vector<float>(size_t(n_tokens) * out_row, NAN));
+    test::OpGraph g;
+    const ops::MsaSelection selection{g(scores), g(blocks)};
+    std::vector<graph::Dispatch> passes =
+        ops::msa_select(test::device(), msa, shape, g(iq_buffer), g(keys), g(position_buffer), selection, g(scratch));
+    passes.push_back(ops::msa_attention(test::device(), config, msa,
+                                        {.n_tokens = n_tokens, .n_cells = n_cells, .seq_cells = seq_cells},
+                                        {g(q_buffer), g(k), g(v), g(position_buffer), g(out), selection}));
+    g.run(passes);
+
+    const std::vector<float> got = test::download(out, size_t(n_tokens) * out_row);
+    for (uint32_t t = 0; t < n_tokens; ++t) {
+        CAPTURE(t);
+        const size_t first = size_t(t) * seq_cells;
+        const auto block = [&](const std::vector<float>& values, uint32_t row) {
+            return std::vector<float>(values.begin() + int64_t(first * row), values.begin() + int64_t((first + n_cells) * row));
+        };
+        const std::span<const int32_t> position(&positions[t], 1);
+        const ref::TopK want_selection =
+            ref::msa_select(ref::msa_block_scores(std::span(index_q).subspan(size_t(t) * iq_row, iq_row),
+                                                  block(key_cache, msa.index_dim), position, msa, n_cells),
+                            msa, n_cells);
+        std::vector<float> want(out_row);
+        ref::msa_attention(std::span(q).subspan(size_t(t) * q_row, q_row), block(k_values, k_row), block(v_values, v_row),
+                           position, config, msa, want_selection, n_cells, want);
+        test::check_close(std::span(got).subspan(size_t(t) * out_row, out_row), want, test::f32_tolerance, seed,
+                          "sequence's own cells");
+    }
+}
+
 TEST_CASE("sparse attention: invalid configurations are refused") {
     gpu::Buffer any = test::zero_buffer(1 << 16);
     const ops::MsaConfig msa{.n_index_head = 2, .index_dim = 32, .block_size = 16, .top_k = 3, .local_blocks = 1};
