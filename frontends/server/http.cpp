@@ -101,6 +101,7 @@ public:
     void start() {
         error_code ignored;
         socket_.set_option(tcp::no_delay(true), ignored);
+        socket_.non_blocking(true, ignored);  // client_left() peeks without waiting
         wait_for_request();
     }
     // From any thread: the connection sends what its replies hold.
@@ -136,11 +137,24 @@ private:
             self->waiting_ = self->idle_armed_ = false;
             self->read_timer_.cancel();
             if (self->closed_) return;
-            error_code available_error;
-            // Readable with nothing to read is the client's FIN: its requests in flight are dropped.
-            if (error || self->socket_.available(available_error) == 0) return self->shut();
-            if (!self->closing_) self->begin_request();
+            switch (error ? ClientInput::Closed : self->peek_client()) {
+            case ClientInput::Closed: return self->shut();  // its requests in flight are dropped
+            case ClientInput::None: return self->wait_for_request();
+            case ClientInput::Bytes: if (!self->closing_) self->begin_request(); return;
+            }
         });
+    }
+
+    // What a socket reported readable holds. The reactor may report it readable again from readiness a
+    // completed read left behind, with nothing to read and the client still there: only a peek tells
+    // that from the client's FIN (or reset).
+    enum class ClientInput { Bytes, None, Closed };
+    ClientInput peek_client() {
+        char byte;
+        error_code error;
+        const size_t peeked = socket_.receive(asio::buffer(&byte, 1), tcp::socket::message_peek, error);
+        if (error == asio::error::would_block) return ClientInput::None;
+        return error || peeked == 0 ? ClientInput::Closed : ClientInput::Bytes;
     }
 
     void arm_idle_timer() {

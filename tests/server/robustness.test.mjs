@@ -40,6 +40,24 @@ test('a body nested 100,000 deep is a 400 and the server answers the next reques
   assert.equal(after.usage.completion_tokens, 2);
 });
 
+test('a keep-alive connection stays open across many requests with large bodies', async () => {
+  // Reading a large body can leave the socket's readiness behind: a wait for the next request that
+  // took it for the client's FIN closed about 3% of these connections under the next request.
+  const deep = `{"model": "${model}", "prompt": ${'['.repeat(100000)}${']'.repeat(100000)}, "max_tokens": 1}`;
+  const socket = await connect(server);
+  const reader = new ResponseReader(socket);
+  try {
+    for (let i = 0; i < 300; ++i) {
+      socket.write(request('POST', '/v1/completions', { body: deep, headers: auth }));
+      const reply = await reader.next();
+      assert.equal(reply.status, 400, `request ${i}`);
+      assert.equal(reply.headers.connection, undefined, `request ${i}`);
+    }
+  } finally {
+    socket.destroy();
+  }
+});
+
 test('raw invalid UTF-8 in a body is a 400 whose body is valid UTF-8 JSON', async () => {
   const body = Buffer.concat([Buffer.from('{"model": "stories260K", "prompt": "abc'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('", "max_tokens": 1}')]);
   const reply = await exchange(request('POST', '/v1/completions', { body, headers: auth }));

@@ -12,10 +12,12 @@ if ! command -v node >/dev/null; then
   echo "node is missing: run scripts/setup (it installs nodejs and npm)" >&2
   exit 1
 fi
-if [ ! -d "$tests/node_modules/openai" ]; then
-  echo "the openai npm package is missing: run scripts/setup (npm ci --prefix tests/server)" >&2
-  exit 1
-fi
+for package in openai zod; do
+  if [ ! -d "$tests/node_modules/$package" ]; then
+    echo "the $package npm package is missing: run scripts/setup (npm ci --prefix tests/server)" >&2
+    exit 1
+  fi
+done
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 "$vkllm" serve -m "$source_dir/models/stories260K.gguf" --port 0 --parallel 4 -c 256 --api-key test-key 2>"$log" &
