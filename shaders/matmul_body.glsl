@@ -31,35 +31,22 @@ layout(set = 0, binding = 1, std430) readonly buffer Input { vec4 x4[]; };
 shared QVEC4 tile_w[TILE_ROWS * TILE_STRIDE];
 shared QVEC4 tile_x[TILE_TOKENS * TILE_STRIDE];
 
-// Decodes unit `u` (along k) of each tile row into tile_w; rows past the end repeat the last row.
+#include "matmul_stage.glsl"
+
+// Decodes unit `u` (along k) of each tile row into tile_w.
 void stage_weights(uint first_row, uint u, uint runs) {
-    const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
-    const uint block_byte = (u / units_per_block) * BLOCK_BYTES;
-    const uint row_bytes = weight_row_bytes(p.cols);
     for (uint i = gl_LocalInvocationID.x; i < TILE_ROWS; i += gl_WorkGroupSize.x) {
-        const uint row = segment_row(first_row + i);
-        QVEC4 q[UNIT_RUNS];
-        vec2 scale_bias[SCALE_GROUPS];
-        decode_unit(row * row_bytes + block_byte, u % units_per_block, runs, q, scale_bias);
-        [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) {
-            const vec2 sb = scale_bias[r / (UNIT_RUNS / SCALE_GROUPS)];
-            tile_w[i * TILE_STRIDE + r] = QVEC4(fma(vec4(q[r]) * run_scale(r), vec4(sb.x), vec4(sb.y)));
-        }
+        QVEC4 values[UNIT_RUNS];
+        decode_tile_row(first_row, i, u, runs, values);
+        [[unroll]] for (uint r = 0; r < UNIT_RUNS; ++r) tile_w[i * TILE_STRIDE + r] = values[r];
     }
 }
 
-// Copies the x values matching unit `u` of the weights into tile_x; zeros past the last token.
+// Copies the x values matching unit `u` of the weights into tile_x.
 void stage_inputs(uint first_token, uint u, uint runs) {
-    const uint units_per_block = BLOCK_ELEMS / UNIT_ELEMS;
-    const uint col0 = (u / units_per_block) * BLOCK_ELEMS;
     for (uint i = gl_LocalInvocationID.x; i < TILE_TOKENS * UNIT_RUNS; i += gl_WorkGroupSize.x) {
         const uint n = i / UNIT_RUNS, r = i % UNIT_RUNS;
-        uint token;
-        const bool present = tile_input_row(first_token, n, token);
-        vec4 x = vec4(0.0);
-        if (present && r < runs)
-            x = x4[(token * p.cols + col0 + run_element(u % units_per_block, r)) >> 2];
-        tile_x[n * TILE_STRIDE + r] = QVEC4(x);
+        tile_x[n * TILE_STRIDE + r] = QVEC4(tile_input_run(first_token, n, u, r, runs));
     }
 }
 

@@ -90,7 +90,7 @@ void store_output(uint index, float value) {
     y[index] = value;
 }
 
-#ifndef TEXEL_READS
+#if !defined(TEXEL_READS) && !defined(MATMUL_COOPMAT)
 // The shared-memory kernels' store: an invocation's acc[i][j] is tile row lane_row + i * TILE_ROWS / TM
 // and tile token lane_token + j * TILE_TOKENS / TN.
 void store_tile(float acc[TM][TN], uint first_row, uint first_token, uint lane_row, uint lane_token) {

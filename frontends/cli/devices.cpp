@@ -25,9 +25,26 @@ std::string uuid_text(std::span<const uint8_t> uuid) {
     return out;
 }
 
+// "16x16x16 f16 x f16 + f32 -> f32, ...", wrapped under the table's values.
+std::string matrix_shapes(const gpu::Capabilities& caps) {
+    std::string out, line;
+    for (const gpu::CooperativeMatrixShape& shape : caps.cooperative_matrix_shapes) {
+        const std::string item = shape.text() + (&shape == &caps.cooperative_matrix_shapes.back() ? "" : ",");
+        if (!line.empty() && line.size() + 1 + item.size() > 80) {
+            out += line + "\n" + std::string(22, ' ');
+            line.clear();
+        }
+        line += (line.empty() ? "" : " ") + item;
+    }
+    return out + (line.empty() ? "none" : line);
+}
+
 nlohmann::json to_json(const gpu::Capabilities& caps) {
     nlohmann::json heaps = nlohmann::json::array();
     for (const auto& heap : caps.heaps) heaps.push_back({{"bytes", heap.size}, {"device_local", heap.device_local}});
+    nlohmann::json matrix_products = nlohmann::json::array();
+    for (const gpu::CooperativeMatrixShape& shape : caps.cooperative_matrix_shapes)
+        matrix_products.push_back(shape.text());
     return {
         {"name", caps.name},
         {"type", caps.type_name()},
@@ -55,7 +72,8 @@ nlohmann::json to_json(const gpu::Capabilities& caps) {
         {"max_memory_allocation_size", caps.max_memory_allocation_size},
         {"max_buffer_size", caps.max_buffer_size},
         {"maintenance4", caps.maintenance4},
-        {"cooperative_matrix", caps.cooperative_matrix},
+        {"cooperative_matrix", {{"supported", caps.cooperative_matrix}, {"products", matrix_products},
+                                {"kernels", caps.coopmat_kernels()}}},
         {"integer_dot_product", caps.integer_dot_product},
         {"integer_dot_product_accelerated", caps.integer_dot_product_accelerated},
         {"timestamps", {{"compute", caps.compute_timestamps}, {"valid_bits", caps.timestamp_valid_bits},
@@ -89,6 +107,11 @@ void print_table(const gpu::DeviceChoice& choice) {
                     mib(caps.max_buffer_size).c_str(), yes(caps.maintenance4));
         std::printf("    matrix/dot        cooperative matrix %s, integer dot product %s%s\n", yes(caps.cooperative_matrix),
                     yes(caps.integer_dot_product), caps.integer_dot_product_accelerated ? " (accelerated)" : "");
+        if (caps.cooperative_matrix) {
+            std::printf("    matrix products   %s\n", matrix_shapes(caps).c_str());
+            std::printf("    matrix kernels    %s\n",
+                        caps.coopmat_kernels() ? "on" : "off (VKLLM_COOPMAT=1 turns them on where they can run)");
+        }
         std::printf("    timestamps        %s, %u valid bits, %.3g ns per tick\n", yes(caps.compute_timestamps),
                     caps.timestamp_valid_bits, double(caps.timestamp_period_ns));
         std::string heaps;

@@ -6,7 +6,9 @@
 
 #include "core/env.h"
 #include "gpu/check.h"
+#include "gpu/cooperative_matrix_khr.h"
 #include "gpu/profiles.h"
+#include "gpu/shaders.h"
 
 namespace vkllm::gpu {
 namespace {
@@ -60,6 +62,33 @@ void probe_memory(VkPhysicalDevice device, Capabilities& caps) {
         if (heap.device_local) caps.memory_budget += heap.size;
 }
 
+// The products of the device's cooperative-matrix units. The entry point is the instance's
+// (vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR), not one volk loads.
+std::vector<CooperativeMatrixShape> cooperative_matrix_shapes(VkPhysicalDevice device) {
+    auto get = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+        vkGetInstanceProcAddr(volkGetLoadedInstance(), "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    if (!get) return {};
+    uint32_t count = 0;
+    VKLLM_VK_CHECK(get(device, &count, nullptr));
+    std::vector<VkCooperativeMatrixPropertiesKHR> properties(
+        count, VkCooperativeMatrixPropertiesKHR{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR});
+    VKLLM_VK_CHECK(get(device, &count, properties.data()));
+    std::vector<CooperativeMatrixShape> shapes;
+    for (const auto& p : properties)
+        shapes.push_back({.m = p.MSize, .n = p.NSize, .k = p.KSize, .a_type = uint32_t(p.AType),
+                          .b_type = uint32_t(p.BType), .c_type = uint32_t(p.CType),
+                          .result_type = uint32_t(p.ResultType), .scope = uint32_t(p.scope),
+                          .saturating = p.saturatingAccumulation != VK_FALSE});
+    return shapes;
+}
+
+// Whether the cooperative-matrix kernels can run on the device: see Capabilities::coopmat_kernels.
+bool coopmat_kernels_fit(const Capabilities& caps) {
+    const bool fixed_subgroups = caps.min_subgroup_size == caps.max_subgroup_size || caps.subgroup_size_control;
+    return caps.cooperative_matrix && caps.coopmat_f16_shape() && caps.float16 && caps.vulkan_memory_model &&
+           fixed_subgroups && shaders::built("matmul_coopmat_q4_0");
+}
+
 // The compute units a driver reports through a vendor extension, or 0.
 uint32_t probe_compute_units(VkPhysicalDevice device, const std::vector<VkExtensionProperties>& extensions) {
     VkPhysicalDeviceShaderSMBuiltinsPropertiesNV nvidia{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_SM_BUILTINS_PROPERTIES_NV};
@@ -93,7 +122,7 @@ Capabilities probe(VkPhysicalDevice device) {
     Capabilities caps;
     auto extensions = device_extensions(device);
     caps.push_descriptor = has_extension(extensions, VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME);
-    caps.cooperative_matrix = has_extension(extensions, "VK_KHR_cooperative_matrix");
+    const bool has_cooperative_matrix = has_extension(extensions, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
     caps.pipeline_executable_properties =
         has_extension(extensions, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     bool has_dot = has_extension(extensions, VK_KHR_SHADER_INTEGER_DOT_PRODUCT_EXTENSION_NAME);
@@ -111,6 +140,8 @@ Capabilities probe(VkPhysicalDevice device) {
     VkPhysicalDeviceMaintenance3Properties maintenance3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
     VkPhysicalDeviceShaderIntegerDotProductProperties dot{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_INTEGER_DOT_PRODUCT_PROPERTIES};
+    VkPhysicalDeviceCooperativeMatrixPropertiesKHR matrix_stages{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
     VkPhysicalDeviceProperties2 properties{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     properties.pNext = &subgroup;
     subgroup.pNext = &driver;
@@ -121,17 +152,27 @@ Capabilities probe(VkPhysicalDevice device) {
         size_control.pNext = &maintenance4;
         if (has_dot) maintenance4.pNext = &dot;
     }
+    if (has_cooperative_matrix) {
+        matrix_stages.pNext = properties.pNext;
+        properties.pNext = &matrix_stages;
+    }
     vkGetPhysicalDeviceProperties2(device, &properties);
 
     VkPhysicalDeviceVulkan11Features features11{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
     VkPhysicalDeviceVulkan12Features features12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     VkPhysicalDeviceVulkan13Features features13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR matrix_features{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
     VkPhysicalDeviceFeatures2 features{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     bool vulkan12 = base.apiVersion >= VK_API_VERSION_1_2;
     if (vulkan12) {
         features.pNext = &features11;
         features11.pNext = &features12;
         if (vulkan13) features12.pNext = &features13;
+    }
+    if (has_cooperative_matrix) {
+        matrix_features.pNext = features.pNext;
+        features.pNext = &matrix_features;
     }
     vkGetPhysicalDeviceFeatures2(device, &features);
 
@@ -163,6 +204,10 @@ Capabilities probe(VkPhysicalDevice device) {
     caps.integer_dot_product = vulkan13 && features13.shaderIntegerDotProduct;
     caps.integer_dot_product_accelerated =
         caps.integer_dot_product && dot.integerDotProduct4x8BitPackedSignedAccelerated;
+    caps.vulkan_memory_model = vulkan12 && features12.vulkanMemoryModel;
+    caps.cooperative_matrix = has_cooperative_matrix && matrix_features.cooperativeMatrix &&
+                              (matrix_stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
+    if (caps.cooperative_matrix) caps.cooperative_matrix_shapes = cooperative_matrix_shapes(device);
 
     caps.subgroup_size = subgroup.subgroupSize;
     caps.subgroup_operations =
@@ -207,7 +252,39 @@ void apply_switches(Capabilities& caps) {
         caps.int8_activation_matmul = *forced != "0" && caps.integer_dot_product;
     else
         caps.int8_activation_matmul = caps.integer_dot_product_accelerated;
+    caps.cooperative_matrix_kernels = env::flag("VKLLM_COOPMAT") && coopmat_kernels_fit(caps);
     caps.force_staging = env::flag("VKLLM_FORCE_STAGING");
+}
+
+std::optional<CooperativeMatrixShape> Capabilities::coopmat_f16_shape() const {
+    std::optional<CooperativeMatrixShape> best;
+    for (const CooperativeMatrixShape& shape : cooperative_matrix_shapes) {
+        const bool sizes = shape.m % 4 == 0 && shape.m > 0 && shape.m <= 32 && shape.n % 4 == 0 && shape.n > 0 &&
+                           shape.n <= 32 && shape.k % 4 == 0 && shape.k > 0 && 32 % shape.k == 0;
+        if (!shape.f16_into_f32() || !sizes) continue;
+        const uint32_t area = shape.m * shape.n;
+        if (!best || area > best->m * best->n || (area == best->m * best->n && shape.k > best->k)) best = shape;
+    }
+    return best;
+}
+
+bool CooperativeMatrixShape::f16_into_f32() const {
+    return a_type == VK_COMPONENT_TYPE_FLOAT16_KHR && b_type == VK_COMPONENT_TYPE_FLOAT16_KHR &&
+           c_type == VK_COMPONENT_TYPE_FLOAT32_KHR && result_type == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+           scope == VK_SCOPE_SUBGROUP_KHR && !saturating;
+}
+
+std::string CooperativeMatrixShape::text() const {
+    auto type = [](uint32_t t) -> std::string {
+        static constexpr const char* names[] = {"f16", "f32", "f64", "s8", "s16", "s32", "s64", "u8", "u16", "u32", "u64"};
+        return t < std::size(names) ? names[t] : fmt::format("type {}", t);
+    };
+    std::string out = fmt::format("{}x{}x{} {} x {} + {} -> {}", m, n, k, type(a_type), type(b_type), type(c_type),
+                                  type(result_type));
+    if (saturating) out += " saturating";
+    if (scope != VK_SCOPE_SUBGROUP_KHR)
+        out += scope == VK_SCOPE_WORKGROUP_KHR ? " (workgroup)" : fmt::format(" (scope {})", scope);
+    return out;
 }
 
 bool Capabilities::unified_memory() const {

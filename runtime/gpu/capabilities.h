@@ -1,12 +1,13 @@
 #pragma once
 // What a physical device can do, read once when the device is probed, with the VKLLM_* switches that
-// shape it (VKLLM_DEVICE_PROFILE, VKLLM_DISABLE_F16, VKLLM_TEXEL_READS, VKLLM_INT8_ACTIVATIONS)
-// applied then, never again per call. These facts choose shader variants: every fp16 path has an
+// shape it (VKLLM_DEVICE_PROFILE, VKLLM_DISABLE_F16, VKLLM_TEXEL_READS, VKLLM_INT8_ACTIVATIONS,
+// VKLLM_COOPMAT) applied then, never again per call. These facts choose shader variants: every fp16 path has an
 // fp32 fallback.
 #include <volk.h>
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,23 @@ struct MemoryTypeInfo {
     VkMemoryPropertyFlags flags;
 };
 
+// A product the device's cooperative-matrix units compute (VkCooperativeMatrixPropertiesKHR): an
+// M x K matrix of a_type times a K x N one of b_type, plus an M x N one of c_type, into result_type
+// (VkComponentTypeKHR: 0 f16, 1 f32, 3 int8, 5 int32, ...), held by one subgroup where scope is 3.
+struct CooperativeMatrixShape {
+    uint32_t m = 0, n = 0, k = 0;
+    uint32_t a_type = 0, b_type = 0, c_type = 0, result_type = 0;
+    uint32_t scope = 0;
+    bool saturating = false;
+
+    // f16 x f16 + f32 -> f32 by one subgroup, not saturating: the products vkllm's kernels take.
+    bool f16_into_f32() const;
+    // "16x16x16 f16 x f16 + f32 -> f32" (M x N x K, then the types), " (workgroup)" and the like for
+    // other scopes.
+    std::string text() const;
+    bool operator==(const CooperativeMatrixShape&) const = default;
+};
+
 struct Capabilities {
     // identity
     std::string name;
@@ -34,7 +52,10 @@ struct Capabilities {
     bool float16 = false, int8 = false, int16 = false, int64 = false;
     bool storage_buffer_16bit = false, storage_buffer_8bit = false, push_constant_16bit = false;
     bool integer_dot_product = false, integer_dot_product_accelerated = false;
+    // VK_KHR_cooperative_matrix in compute shaders, and the products it reports.
     bool cooperative_matrix = false;
+    std::vector<CooperativeMatrixShape> cooperative_matrix_shapes;
+    bool vulkan_memory_model = false;  // the memory model cooperative-matrix shaders are written in
 
     // subgroups
     uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;
@@ -76,6 +97,7 @@ struct Capabilities {
     bool float16_kernels = false;     // fp16 arithmetic usable and not disabled by VKLLM_DISABLE_F16
     bool texel_buffer_reads = false;  // see texel_reads()
     bool int8_activation_matmul = false;  // see int8_matmul()
+    bool cooperative_matrix_kernels = false;  // see coopmat_kernels()
     bool force_staging = false;       // VKLLM_FORCE_STAGING: transfers go through the staging ring always
     std::string profile;              // the VKLLM_DEVICE_PROFILE that clamped these facts, or empty
 
@@ -93,6 +115,14 @@ struct Capabilities {
     // products are accelerated. VKLLM_INT8_ACTIVATIONS=0 or 1 overrides the choice (1 needs integer dot
     // products; the kernel reads storage buffers, so texel reads keep the float kernels).
     bool int8_matmul() const { return int8_activation_matmul; }
+    // Prefill on the matrix units (ops/coopmat.h): only with VKLLM_COOPMAT=1 (README, "Cooperative
+    // matrices": off until a GPU run shows them correct), on a device with cooperative matrices, a
+    // coopmat_f16_shape, fp16 arithmetic, the Vulkan memory model and a subgroup size the pipelines
+    // can require, in a build that has the kernels (their toolchain, cmake/Shaders.cmake).
+    bool coopmat_kernels() const { return cooperative_matrix_kernels; }
+    // The f16 x f16 + f32 -> f32 subgroup product the kernels take: M and N multiples of 4 up to 32, K a
+    // multiple of 4 dividing 32 (a kernel's unit of weights); the largest M x N, then the largest K.
+    std::optional<CooperativeMatrixShape> coopmat_f16_shape() const;
     // Device-local memory the host can map directly (integrated GPUs, ReBAR, lavapipe).
     bool unified_memory() const;
     std::string type_name() const;

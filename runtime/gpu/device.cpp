@@ -7,6 +7,7 @@
 
 #include "core/env.h"
 #include "gpu/check.h"
+#include "gpu/cooperative_matrix_khr.h"
 #include "gpu/memory.h"
 #include "gpu/pipeline.h"
 
@@ -109,6 +110,7 @@ Device::Device(const Instance& instance, DeviceChoice choice, const DeviceOption
     features12.shaderInt8 = caps_.int8;
     features12.storageBuffer8BitAccess = caps_.storage_buffer_8bit;
     features12.timelineSemaphore = caps_.timeline_semaphore;
+    features12.vulkanMemoryModel = caps_.coopmat_kernels();
     VkPhysicalDeviceVulkan13Features features13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
     features13.subgroupSizeControl = caps_.subgroup_size_control;
     features13.computeFullSubgroups = caps_.compute_full_subgroups;
@@ -131,6 +133,16 @@ Device::Device(const Instance& instance, DeviceChoice choice, const DeviceOption
         extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
         executable_properties.pNext = features.pNext;
         features.pNext = &executable_properties;
+    }
+    // With the cooperative-matrix kernels on only; off, the device is created as before (Debian 12's
+    // validation layer, 1.3.239, predates the extension).
+    VkPhysicalDeviceCooperativeMatrixFeaturesKHR matrix_features{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+    matrix_features.cooperativeMatrix = VK_TRUE;
+    if (caps_.coopmat_kernels()) {
+        extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+        matrix_features.pNext = features.pNext;
+        features.pNext = &matrix_features;
     }
 
     float priority = 1.0f;

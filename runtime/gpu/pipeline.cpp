@@ -148,6 +148,7 @@ const Pipeline& PipelineCache::get(std::string_view name, const PipelineOptions&
     std::string key(name);
     for (const SpecConstant& constant : options.spec) key += fmt::format(":{}={}", constant.id, constant.value);
     if (options.required_subgroup_size) key += fmt::format(":sg{}", options.required_subgroup_size);
+    if (options.full_subgroups) key += ":full";
     if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
     const auto started = std::chrono::steady_clock::now();
     auto [it, inserted] = pipelines_.emplace(key, create(name, options));
@@ -184,6 +185,8 @@ std::unique_ptr<Pipeline> PipelineCache::create(std::string_view name, const Pip
         (!caps.subgroup_size_control || options.required_subgroup_size < caps.min_subgroup_size ||
          options.required_subgroup_size > caps.max_subgroup_size))
         fail("pipeline '{}': subgroup size {} is not available on {}", name, options.required_subgroup_size, caps.name);
+    if (options.full_subgroups && !caps.compute_full_subgroups)
+        fail("pipeline '{}': {} cannot launch full subgroups only", name, caps.name);
 
     std::vector<VkDescriptorSetLayoutBinding> bindings;
     for (uint32_t i = 0; i < pipeline->info.bindings.size(); ++i)
@@ -225,6 +228,7 @@ std::unique_ptr<Pipeline> PipelineCache::create(std::string_view name, const Pip
     info.stage.pName = "main";
     info.stage.pSpecializationInfo = entries.empty() ? nullptr : &specialization;
     if (options.required_subgroup_size) info.stage.pNext = &subgroup_size;
+    if (options.full_subgroups) info.stage.flags |= VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
     info.layout = pipeline->layout;
     if (device_.pipeline_statistics()) info.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     VkResult result = vkCreateComputePipelines(device_.handle(), cache_, 1, &info, nullptr, &pipeline->pipeline);

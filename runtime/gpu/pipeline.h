@@ -24,6 +24,7 @@ class Device;
 struct PipelineOptions {
     std::vector<SpecConstant> spec;
     uint32_t required_subgroup_size = 0;  // 0: the driver's choice (needs subgroup size control)
+    bool full_subgroups = false;  // every subgroup launched whole (needs computeFullSubgroups)
 };
 
 struct Pipeline {
@@ -60,7 +61,7 @@ public:
     // speed can be reported without it.
     double creation_seconds() const { return creation_seconds_; }
     // Every pipeline created so far, by its key: the name, then each ":id=value" spec constant and
-    // ":sgN" for a required subgroup size.
+    // ":sgN" for a required subgroup size, ":full" for full subgroups.
     const std::map<std::string, std::unique_ptr<Pipeline>, std::less<>>& all() const { return pipelines_; }
 
 private:

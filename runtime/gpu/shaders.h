@@ -14,6 +14,8 @@ struct Embedded {
 };
 
 std::span<const Embedded> all();
+// Whether a pipeline was built: the cooperative-matrix ones only where their toolchain was found.
+bool built(std::string_view name);
 // Throws vkllm::Error for a name that was not built.
 std::span<const uint32_t> find(std::string_view name);
 

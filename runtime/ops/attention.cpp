@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <numeric>
 #include <optional>
 #include <string>
 
@@ -170,10 +171,12 @@ params::AttentionParams attention_params(const AttentionConfig& config, const At
 }
 
 // Prefill: a workgroup of (head_dim_v / 4) x row_threads invocations owns rows = row_threads * 4
-// queries; tiles of keys as large as shared memory allows.
+// queries; tiles of keys as large as shared memory allows. The cooperative-matrix kernel's workgroup
+// is rows / m subgroups, its rows a KV head's queries (ops/coopmat.h).
 struct PrefillLaunch {
     uint32_t workgroup_size, rows, tile_keys;
     bool float16;  // the variant holding tiles in f16
+    std::optional<CoopmatShape> coopmat;
 };
 
 std::optional<PrefillLaunch> fit_prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
@@ -193,7 +196,40 @@ std::optional<PrefillLaunch> fit_prefill_launch(const gpu::Capabilities& caps, c
     return std::nullopt;
 }
 
-PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config) {
+// shaders/attn_prefill_coopmat.comp: 4, 2 or 1 subgroups of m rows, the most whose tiles fit shared
+// memory, over tiles of at least 32 keys (whole products of the shape). Head dims must be whole
+// products too, and whole f16vec4 pairs.
+std::optional<PrefillLaunch> fit_coopmat_prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config,
+                                                        const CoopmatShape& shape) {
+    const uint32_t dk = config.head_dim_k, dv = config.head_dim_v;
+    if (dk % 8 != 0 || dk % shape.k != 0 || dv % shape.n != 0) return std::nullopt;
+    const uint32_t unit = std::lcm(std::lcm(shape.n, shape.k), 8u);
+    const uint32_t tile = (32 + unit - 1) / unit * unit;
+    for (uint32_t subgroups = 4; subgroups >= 1; subgroups /= 2) {
+        const uint64_t rows = uint64_t(subgroups) * shape.m;
+        // q_tile, kv_tile, probs (f16vec4 lines of 8 bytes), scores and o_tile (floats), the row state
+        const uint64_t shared = 8 * (rows * (dk / 4 + 2) + tile * (std::max(dk, dv) / 4 + 2) + rows * (tile / 4 + 2)) +
+                                4 * (rows * (tile + 4) + rows * (dv + 4)) + 24 * rows;
+        if (shared + shared_reserve <= caps.max_shared_memory &&
+            subgroups * shape.subgroup_size <= caps.max_workgroup_invocations)
+            return PrefillLaunch{subgroups * shape.subgroup_size, uint32_t(rows), tile, false, shape};
+    }
+    return std::nullopt;
+}
+
+// The cooperative-matrix kernel with `coopmat` (refused where it cannot run), else with the device's
+// shape where its kernels are on, it reads storage buffers and the heads fit; else the f32/f16 one.
+PrefillLaunch prefill_launch(const gpu::Capabilities& caps, const AttentionConfig& config,
+                             const std::optional<CoopmatShape>& coopmat) {
+    if (coopmat) {
+        check_coopmat_shape(*coopmat, caps, "attention_prefill");
+        if (auto launch = fit_coopmat_prefill_launch(caps, config, *coopmat)) return *launch;
+        fail("attention_prefill: heads of {} and {} dims do not fit the cooperative-matrix kernel ({}x{}x{} "
+             "products, the device's shared memory)", config.head_dim_k, config.head_dim_v, coopmat->m, coopmat->n,
+             coopmat->k);
+    }
+    if (std::optional<CoopmatShape> shape = coopmat_shape(caps); shape && !caps.texel_reads())
+        if (auto launch = fit_coopmat_prefill_launch(caps, config, *shape)) return *launch;
     if (auto launch = fit_prefill_launch(caps, config)) return *launch;
     fail("attention_prefill: heads of {} and {} dims do not fit the kernel (head_dim_v from 16 to {}, and the "
          "device's shared memory)", config.head_dim_k, config.head_dim_v, 4 * caps.max_workgroup_invocations);
@@ -316,18 +352,30 @@ uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const At
 
 std::vector<graph::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
                                                const AttentionShape& shape, const AttentionBuffers& buffers,
-                                               uint32_t key_limit) {
+                                               uint32_t key_limit, std::optional<CoopmatShape> coopmat) {
     check(config, shape, buffers, "attention_prefill");
     if (shape.seq_cells != 0) fail("attention_prefill: queries of their own sequences take attention_decode");
     require_scratch(buffers, attention_prefill_scratch_bytes(config, shape), "attention_prefill");
     const gpu::Capabilities& caps = device.caps();
-    const PrefillLaunch launch = prefill_launch(caps, config);
-    const gpu::Pipeline& pipeline = device.pipelines().get(
-        kv_pipeline_name("attn_prefill", shape.kv_type, launch.float16, caps),
-        {{0, launch.workgroup_size}, {3, config.head_dim_k}, {4, config.head_dim_v}, {5, launch.rows},
-         {6, launch.tile_keys}});
-    const uint32_t tiles = (shape.n_tokens + launch.rows - 1) / launch.rows;
-    if (tiles > caps.max_workgroup_count[0] || config.n_head > caps.max_workgroup_count[1])
+    const PrefillLaunch launch = prefill_launch(caps, config, coopmat);
+    const gpu::Pipeline& pipeline =
+        launch.coopmat
+            ? device.pipelines().get(
+                  coopmat_kernel_name("attn_prefill_coopmat", *launch.coopmat) +
+                      (shape.kv_type == KvType::Q8_0 ? "_q8_0" : "_f16"),
+                  coopmat_pipeline_options(*launch.coopmat, caps, launch.rows / launch.coopmat->m,
+                                           {{3, config.head_dim_k}, {4, config.head_dim_v}, {5, launch.rows},
+                                            {6, launch.tile_keys}, {7, launch.coopmat->m}, {8, launch.coopmat->n},
+                                            {9, launch.coopmat->k}}))
+            : device.pipelines().get(kv_pipeline_name("attn_prefill", shape.kv_type, launch.float16, caps),
+                                     {{0, launch.workgroup_size}, {3, config.head_dim_k}, {4, config.head_dim_v},
+                                      {5, launch.rows}, {6, launch.tile_keys}});
+    // The cooperative-matrix kernel's rows are a KV head's queries, the group's heads of each token.
+    const uint64_t rows = launch.coopmat ? uint64_t(shape.n_tokens) * (config.n_head / config.n_head_kv)
+                                         : shape.n_tokens;
+    const uint32_t heads = launch.coopmat ? config.n_head_kv : config.n_head;
+    const uint64_t tiles = (rows + launch.rows - 1) / launch.rows;
+    if (tiles > caps.max_workgroup_count[0] || heads > caps.max_workgroup_count[1])
         fail("attention_prefill: {} queries exceed the device's dispatch limits", shape.n_tokens);
     const uint32_t keys = key_limit ? std::min(key_limit, shape.n_cells) : shape.n_cells;
     const uint32_t span_keys = launch.tile_keys * prefill_tiles_per_pass, spans = prefill_spans(keys, launch.tile_keys);
@@ -344,7 +392,7 @@ std::vector<graph::Dispatch> attention_prefill(gpu::Device& device, const Attent
         sizing.params(params::AttentionSpanParams{.n_tokens = shape.n_tokens, .n_cells = shape.n_cells,
                                                   .n_swa = config.n_swa, .causal = config.causal,
                                                   .span_keys = span_keys, .n_spans = spans, .key_end = keys,
-                                                  .groups_x = tiles, .groups_y = config.n_head});
+                                                  .groups_x = uint32_t(tiles), .groups_y = heads});
         sizing.groups = {1, 1, 1};
     }
     for (uint32_t span = 0; span < spans; ++span) {
@@ -356,7 +404,7 @@ std::vector<graph::Dispatch> attention_prefill(gpu::Device& device, const Attent
                          {buffers.out, gpu::Access::ReadWrite},   {stats, gpu::Access::ReadWrite}};
         pass.params(attention_params(config, shape, 0, begin, std::min(keys, begin + span_keys)));
         if (commands) pass.indirect = commands->sub(uint64_t(span) * 12, 12);
-        else pass.groups = {tiles, config.n_head, 1};
+        else pass.groups = {uint32_t(tiles), heads, 1};
     }
     return passes;
 }

@@ -16,8 +16,11 @@
 //   prefill: many queries, flash style (shaders/attn_prefill.comp), one dispatch per span of keys,
 //            indirect where there are several: a first pass (attn_prefill_spans.comp) gives workgroups
 //            only to the spans some query sees; where caps.use_float16(), q.k is formed in f16 (f32
-//            sums and softmax).
+//            sums and softmax). Where the device's cooperative-matrix kernels are on (ops/coopmat.h),
+//            attn_prefill_coopmat.comp instead: q.k and p.v on the matrix units, a KV head's query
+//            heads together; heads it cannot hold (MLA's 576 and 512 dims in 48 KiB) keep the above.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +28,7 @@
 #include "gpu/capabilities.h"
 #include "graph/graph.h"
 #include "ops/attention_config.h"
+#include "ops/coopmat.h"
 
 namespace vkllm::ops {
 
@@ -76,9 +80,10 @@ bool attention_prefill_pays(const gpu::Capabilities& caps, const AttentionConfig
 
 uint64_t attention_prefill_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
 // key_limit (0: n_cells) bounds the keys the recorded passes cover, for a caller that knows no query
-// of this batch sits past it.
+// of this batch sits past it. coopmat (tests) asks for the cooperative-matrix kernel with that shape.
 std::vector<graph::Dispatch> attention_prefill(gpu::Device& device, const AttentionConfig& config,
                                                const AttentionShape& shape, const AttentionBuffers& buffers,
-                                               uint32_t key_limit = 0);
+                                               uint32_t key_limit = 0,
+                                               std::optional<CoopmatShape> coopmat = std::nullopt);
 
 }  // namespace vkllm::ops

@@ -94,7 +94,9 @@ MatmulConfig matmul_id_config(const gpu::Capabilities& caps, gguf::GgmlType type
                               uint32_t n_tokens, uint32_t n_slots, bool int8_activations) {
     MatmulConfig launch = matmul_config(caps, type, int8_activations);
     const uint64_t per_expert = (uint64_t(n_tokens) * n_slots + select.n_expert - 1) / std::max(select.n_expert, 1u);
-    while (launch.tile_tokens > 8 && launch.tile_tokens / 2 >= per_expert) launch.tile_tokens /= 2;
+    // The cooperative-matrix tile keeps a whole product per subgroup.
+    const uint32_t fewest = launch.coopmat ? launch.subgroups_tokens * launch.coopmat->n : 8;
+    while (launch.tile_tokens > fewest && launch.tile_tokens / 2 >= per_expert) launch.tile_tokens /= 2;
     return launch;
 }
 
@@ -120,10 +122,7 @@ std::vector<graph::Dispatch> matmul_id(gpu::Device& device, const WeightMatrix& 
     if (x_bytes / 4 > UINT32_MAX || y_bytes / 4 > UINT32_MAX)
         fail("matmul_id: {} tokens of {} slots exceed 2^32 elements", n_tokens, n_slots);
 
-    const std::string_view op = launch.int8_activations ? "matmul_q8_id" : "matmul_id";
-    const gpu::Pipeline& pipeline =
-        device.pipelines().get(weight_pipeline_name(op, experts.type, launch.float16, launch.texel_reads),
-                               {{0, matmul_workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
+    const gpu::Pipeline& pipeline = matmul_pipeline(device, experts.type, launch, true);
     const uint32_t row_groups = (select.rows + launch.tile_rows - 1) / launch.tile_rows;
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
     if (row_groups > caps.max_workgroup_count[0] || token_groups > caps.max_workgroup_count[1] ||

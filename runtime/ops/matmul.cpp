@@ -18,6 +18,7 @@ constexpr uint32_t tile_line_bytes = 9 * 16;  // TILE_STRIDE vec4s of fp32
 constexpr uint32_t max_lane_tokens = 16;      // MAX_TOKENS in shaders/matmul_lanes.glsl
 constexpr uint32_t int8_block_words = 9;      // ACTIVATION_WORDS in shaders/matmul_q8.comp
 constexpr uint32_t int8_tile_line_bytes = 10 * 4;  // TILE_STRIDE words and a scale
+constexpr uint32_t coopmat_tile_line_bytes = 10 * 8;  // TILE_STRIDE f16vec4s in shaders/matmul_coopmat.comp
 constexpr uint32_t quantize_workgroup_size = 64;
 // Units of 32 columns one dispatch sums over. A unit costs each invocation about 14 loop iterations
 // and lavapipe silently stops loops (after 65535 iterations for these kernels, 21845 for a loop in
@@ -29,6 +30,11 @@ constexpr uint32_t max_units_per_dispatch = 768;
 uint64_t shared_bytes(const MatmulConfig& config) {
     const uint64_t entry_list = uint64_t(config.tile_tokens) * 4;
     if (config.texel_reads) return entry_list;
+    if (config.coopmat) {
+        const uint64_t staged = uint64_t(config.subgroups_rows) * config.subgroups_tokens * config.coopmat->m *
+                                config.coopmat->n * 4;
+        return entry_list + uint64_t(config.tile_rows + config.tile_tokens) * coopmat_tile_line_bytes + staged;
+    }
     return entry_list + uint64_t(config.tile_rows + config.tile_tokens) *
                             (config.int8_activations ? int8_tile_line_bytes : tile_line_bytes);
 }
@@ -53,16 +59,32 @@ MatmulConfig shared_memory_tile(const gpu::Capabilities& caps, MatmulConfig conf
 }  // namespace
 
 bool int8_activations_pay(const gpu::Capabilities& caps, gguf::GgmlType type) {
-    return has_int8_kernel(type) && caps.int8_matmul() && !caps.texel_reads();
+    return has_int8_kernel(type) && caps.int8_matmul() && !caps.texel_reads() && !caps.coopmat_kernels();
 }
 
 uint32_t matmul_workgroup_size(const MatmulConfig& config) {
+    if (config.coopmat) return config.subgroups_rows * config.subgroups_tokens * config.coopmat->subgroup_size;
     if (config.texel_reads) return config.tile_rows / lane_rows;
     return config.tile_rows / outputs_per_lane * (config.tile_tokens / outputs_per_lane);
 }
 
 void check_matmul_config(const MatmulConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type,
                          std::string_view op) {
+    if (config.coopmat) {
+        check_coopmat_shape(*config.coopmat, caps, op);
+        const CoopmatShape& shape = *config.coopmat;
+        if (config.float16 || config.texel_reads || config.int8_activations)
+            fail("{}: the cooperative-matrix kernel has no fp16, texel-read or int8 variant", op);
+        if (config.subgroups_rows == 0 || config.subgroups_tokens == 0 || config.tile_rows == 0 ||
+            config.tile_tokens == 0 || config.tile_rows % (config.subgroups_rows * shape.m) != 0 ||
+            config.tile_tokens % (config.subgroups_tokens * shape.n) != 0)
+            fail("{}: a {} x {} tile is no whole block of {}x{} products for each of {} x {} subgroups", op,
+                 config.tile_rows, config.tile_tokens, shape.m, shape.n, config.subgroups_rows, config.subgroups_tokens);
+        if (!fits_device(config, caps))
+            fail("{}: a {} x {} tile needs {} invocations and {} bytes of shared memory, more than the device has", op,
+                 config.tile_rows, config.tile_tokens, matmul_workgroup_size(config), shared_bytes(config));
+        return;
+    }
     if (config.int8_activations && !(has_int8_kernel(type) && caps.integer_dot_product && !config.texel_reads &&
                                      !config.float16))
         fail("{}: int8 activations need Q4_0 or Q8_0 weights (got {}), the storage-read fp32 kernel and a device "
@@ -83,6 +105,7 @@ void check_matmul_config(const MatmulConfig& config, const gpu::Capabilities& ca
 
 MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, bool int8_activations) {
     if (int8_activations) return shared_memory_tile(caps, {.int8_activations = true});
+    if (std::optional<CoopmatShape> shape = coopmat_shape(caps)) return coopmat_matmul_config(*shape);
     // fp16 arithmetic only adds conversions on a CPU.
     const bool cpu = caps.type == VK_PHYSICAL_DEVICE_TYPE_CPU;
     const bool float16 = !cpu && caps.use_float16() && has_f16_variant(type);
@@ -97,9 +120,33 @@ MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, b
     return shared_memory_tile(caps, {.float16 = float16});
 }
 
-std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config) {
-    return weight_pipeline_name(config.int8_activations ? "matmul_q8" : "matmul", type, config.float16,
-                                config.texel_reads);
+MatmulConfig coopmat_matmul_config(const CoopmatShape& shape) {
+    constexpr uint32_t subgroups = 2, block = 2;
+    return {.tile_rows = subgroups * block * shape.m, .tile_tokens = subgroups * block * shape.n, .coopmat = shape,
+            .subgroups_rows = subgroups, .subgroups_tokens = subgroups};
+}
+
+std::string matmul_pipeline_name(gguf::GgmlType type, const MatmulConfig& config, bool expert_ids) {
+    if (config.coopmat)
+        return weight_pipeline_name(coopmat_kernel_name(expert_ids ? "matmul_id_coopmat" : "matmul_coopmat",
+                                                        *config.coopmat),
+                                    type, false, false);
+    const std::string_view op = config.int8_activations ? (expert_ids ? "matmul_q8_id" : "matmul_q8")
+                                                        : (expert_ids ? "matmul_id" : "matmul");
+    return weight_pipeline_name(op, type, config.float16, config.texel_reads);
+}
+
+const gpu::Pipeline& matmul_pipeline(gpu::Device& device, gguf::GgmlType type, const MatmulConfig& config,
+                                     bool expert_ids) {
+    const std::string name = matmul_pipeline_name(type, config, expert_ids);
+    if (!config.coopmat)
+        return device.pipelines().get(
+            name, {{0, matmul_workgroup_size(config)}, {3, config.tile_rows}, {4, config.tile_tokens}});
+    const CoopmatShape& shape = *config.coopmat;
+    return device.pipelines().get(
+        name, coopmat_pipeline_options(shape, device.caps(), config.subgroups_rows * config.subgroups_tokens,
+                                       {{3, config.tile_rows}, {4, config.tile_tokens}, {5, shape.m}, {6, shape.n},
+                                        {7, shape.k}, {8, config.subgroups_rows}, {9, config.subgroups_tokens}}));
 }
 
 uint64_t int8_activation_bytes(uint64_t n_tokens, uint32_t cols) {
@@ -141,9 +188,7 @@ std::vector<graph::Dispatch> matmul(gpu::Device& device, const WeightMatrix& wei
         fail("matmul: {} tokens of {} x {} weights exceed 2^32 elements", n_tokens, weights.rows, weights.cols);
     check_matmul_config(launch, caps, weights.type, "matmul");
 
-    const gpu::Pipeline& pipeline = device.pipelines().get(
-        matmul_pipeline_name(weights.type, launch),
-        {{0, matmul_workgroup_size(launch)}, {3, launch.tile_rows}, {4, launch.tile_tokens}});
+    const gpu::Pipeline& pipeline = matmul_pipeline(device, weights.type, launch);
     const uint32_t token_groups = (n_tokens + launch.tile_tokens - 1) / launch.tile_tokens;
     const uint32_t units = (weights.cols + weight_unit_elems - 1) / weight_unit_elems;
     std::vector<graph::Dispatch> dispatches;

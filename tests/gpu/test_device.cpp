@@ -1,8 +1,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 
 #include "gpu/profiles.h"
+#include "gpu/shaders.h"
 #include "gpu_fixture.h"
 
 using namespace vkllm;
@@ -58,6 +61,74 @@ TEST_CASE("VKLLM_INT8_ACTIVATIONS overrides the int8 prefill choice where intege
     gpu::apply_switches(caps);
     CHECK_FALSE(caps.int8_matmul());
     unsetenv("VKLLM_INT8_ACTIVATIONS");
+}
+
+// A device with matrix units, as NVIDIA's driver lists them for the H100 (among others: 16x8x16 and
+// 16x16x16 f16 products into f32, 16x16x16 into f16, 16x16x32 int8), and a workgroup-scope product.
+gpu::Capabilities with_matrix_units(gpu::Capabilities caps) {
+    using Shape = gpu::CooperativeMatrixShape;
+    caps.cooperative_matrix = caps.float16 = caps.vulkan_memory_model = true;
+    caps.cooperative_matrix_shapes = {Shape{.m = 16, .n = 8, .k = 16, .c_type = 1, .result_type = 1, .scope = 3},
+                                      Shape{.m = 16, .n = 16, .k = 16, .scope = 3},
+                                      Shape{.m = 16, .n = 16, .k = 8, .c_type = 1, .result_type = 1, .scope = 3},
+                                      Shape{.m = 16, .n = 16, .k = 16, .c_type = 1, .result_type = 1, .scope = 3},
+                                      Shape{.m = 16, .n = 16, .k = 32, .a_type = 3, .b_type = 3, .c_type = 5,
+                                            .result_type = 5, .scope = 3},
+                                      Shape{.m = 32, .n = 32, .k = 16, .c_type = 1, .result_type = 1, .scope = 2}};
+    return caps;
+}
+
+TEST_CASE("cooperative matrices: the kernels' product, off unless VKLLM_COOPMAT=1, never from a profile") {
+    // apply_switches would apply the run's VKLLM_DEVICE_PROFILE too: this test applies profiles itself.
+    const char* run_profile = std::getenv("VKLLM_DEVICE_PROFILE");
+    const std::string saved_profile = run_profile ? run_profile : "";
+    unsetenv("VKLLM_DEVICE_PROFILE");
+    gpu::Capabilities caps = with_matrix_units(test::device().caps());
+    caps.profile.clear();
+    // f16 x f16 into f32 at subgroup scope: the largest M x N, then the largest K.
+    const std::optional<gpu::CooperativeMatrixShape> shape = caps.coopmat_f16_shape();
+    REQUIRE(shape);
+    CHECK(shape->text() == "16x16x16 f16 x f16 + f32 -> f32");
+    CHECK(caps.cooperative_matrix_shapes[4].text() == "16x16x32 s8 x s8 + s32 -> s32");
+    CHECK(caps.cooperative_matrix_shapes[5].text() == "32x32x16 f16 x f16 + f32 -> f32 (workgroup)");
+
+    // Off by default; VKLLM_COOPMAT=1 turns them on where the build has them (their toolchain).
+    const bool built = shaders::built("matmul_coopmat_q4_0");
+    gpu::apply_switches(caps);
+    CHECK_FALSE(caps.coopmat_kernels());
+    setenv("VKLLM_COOPMAT", "1", 1);
+    gpu::apply_switches(caps);
+    CHECK(caps.coopmat_kernels() == built);
+    // Each thing the kernels also need.
+    for (auto remove : {+[](gpu::Capabilities& c) {
+                            std::erase_if(c.cooperative_matrix_shapes, [](const auto& s) { return s.f16_into_f32(); });
+                        },
+                        +[](gpu::Capabilities& c) { c.float16 = false; },
+                        +[](gpu::Capabilities& c) { c.vulkan_memory_model = false; },
+                        +[](gpu::Capabilities& c) { c.cooperative_matrix = false; },
+                        +[](gpu::Capabilities& c) {
+                            c.max_subgroup_size = 2 * c.min_subgroup_size;
+                            c.subgroup_size_control = false;
+                        }}) {
+        gpu::Capabilities lacking = caps;
+        remove(lacking);
+        gpu::apply_switches(lacking);
+        CHECK_FALSE(lacking.coopmat_kernels());
+    }
+    // Only the nvidia profile keeps matrix units; none gives them to a device without: lavapipe under
+    // VKLLM_DEVICE_PROFILE=nvidia keeps its kernels off.
+    for (const std::string& profile : gpu::profile_names()) {
+        gpu::Capabilities clamped = caps;
+        gpu::apply_profile(clamped, profile);
+        CHECK(clamped.cooperative_matrix == (profile == "nvidia"));
+        gpu::Capabilities plain = test::device().caps();
+        gpu::apply_profile(plain, profile);
+        gpu::apply_switches(plain);
+        CHECK((!plain.cooperative_matrix || test::device().caps().cooperative_matrix));
+        if (!test::device().caps().cooperative_matrix) CHECK_FALSE(plain.coopmat_kernels());
+    }
+    unsetenv("VKLLM_COOPMAT");
+    if (!saved_profile.empty()) setenv("VKLLM_DEVICE_PROFILE", saved_profile.c_str(), 1);
 }
 
 TEST_CASE("a device profile clamps limits and features, and a missing requirement names it") {

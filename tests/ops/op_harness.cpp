@@ -60,4 +60,13 @@ void check_close(std::span<const float> got, std::span<const float> want, double
     CHECK(error <= tolerance);
 }
 
+std::optional<ops::CoopmatShape> emulated_coopmat() {
+    const gpu::Capabilities& caps = device().caps();
+    if (!caps.use_float16()) {
+        MESSAGE("no fp16 arithmetic: the emulated cooperative-matrix kernels need it");
+        return std::nullopt;
+    }
+    return ops::CoopmatShape{.m = 8, .n = 8, .k = 8, .subgroup_size = caps.subgroup_size, .emulated = true};
+}
+
 }  // namespace vkllm::test

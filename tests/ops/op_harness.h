@@ -2,10 +2,12 @@
 // What the op tests share: device buffers from host values, running an op's passes through a graph,
 // and the GPU-versus-reference check (relative error, NaN fails, the seed printed on failure).
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "gpu/memory.h"
+#include "ops/coopmat.h"
 #include "graph/baked.h"
 #include "gpu_fixture.h"
 #include "weight_fixture.h"  // f32_tolerance, f16_tolerance, base_seed(), random weights
@@ -50,5 +52,9 @@ std::vector<int32_t> random_ints(size_t count, uint64_t seed, int32_t low, int32
 // CHECKs ||got - want|| / ||want|| <= tolerance (false on NaN or inf), naming the seed and the case.
 void check_close(std::span<const float> got, std::span<const float> want, double tolerance, uint64_t seed,
                  const char* what);
+
+// The shape the tests give the emulated cooperative-matrix kernels (ops/coopmat.h): 8 x 8 x 8 products
+// at the device's subgroup size; nullopt, said in a message, where the device has no fp16 arithmetic.
+std::optional<ops::CoopmatShape> emulated_coopmat();
 
 }  // namespace vkllm::test

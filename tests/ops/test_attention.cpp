@@ -69,8 +69,9 @@ void check_counters_zero(const gpu::Buffer& counters, const ops::AttentionConfig
 }
 
 // workers: decode's workgroups per head group (0: the device's choice; a count splits the keys as
-// finely as it allows).
-void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32_t workers = 0) {
+// finely as it allows). coopmat: prefill through the cooperative-matrix kernel of that shape.
+void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32_t workers = 0,
+                     std::optional<ops::CoopmatShape> coopmat = std::nullopt) {
     const std::string name = c.name;
     CAPTURE(name);
     CAPTURE(prefill);
@@ -78,7 +79,7 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32
     const ops::AttentionConfig& config = c.config;
     // Under a small device profile (VKLLM_DEVICE_PROFILE) a model runs such heads' prefill through the
     // decode kernel (model/blocks.cpp); the fixture tests cover that path.
-    if (prefill && !ops::attention_prefill_supports(test::device().caps(), config)) {
+    if (prefill && !coopmat && !ops::attention_prefill_supports(test::device().caps(), config)) {
         MESSAGE(name << ": the prefill kernel does not fit this device: skipped");
         return;
     }
@@ -98,10 +99,10 @@ void check_attention(const AttentionCase& c, bool prefill, uint64_t seed, uint32
     gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
     test::OpGraph g;
     const ops::AttentionBuffers buffers{g(q), g(k), g(v), g(positions), g(out), g(scratch), g(counters)};
-    g.run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
+    g.run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers, 0, coopmat)
                   : ops::attention_decode(test::device(), config, shape, buffers, workers));
 
-    const bool float16 = prefill && test::device().caps().use_float16();
+    const bool float16 = prefill && (coopmat || test::device().caps().use_float16());
     test::check_close(test::download(out, out_count), reference(c, inputs, c.positions),
                       float16 ? test::f16_tolerance : test::f32_tolerance, seed, c.name);
     if (!prefill) check_counters_zero(counters, config, shape);
@@ -326,6 +327,31 @@ TEST_CASE("attention over a circular window cache and non-causal batches, decode
                                    .n_swa = 16, .causal = false}, ops::KvType::F16, 16 + 20 - 1, consecutive(100, 20)},
     };
     for (const AttentionCase& c : prefill_cases) check_attention(c, true, seed++);
+}
+
+// The cooperative-matrix prefill kernel (ops/coopmat.h) through its emulated build (each product in
+// plain arithmetic): a KV head's query heads as rows (groups of 4 and of 3, rows straddling tokens),
+// f16 and q8_0 caches, a window across the boundary of two passes (rows resuming), softcaps, a
+// circular cache, non-causal batches. Emulated products loop over their elements, so each workgroup
+// sees a few tiles of keys: lavapipe stops an invocation past 65,535 loop iterations (lavapipe.md).
+TEST_CASE("attention prefill on cooperative matrices (emulated): GQA rows, caches, windows, passes") {
+    const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat();
+    if (!shape) return;
+    const AttentionCase cases[] = {
+        {"prompt f16, group 4", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f},
+         ops::KvType::F16, 80, consecutive(0, 70), 8 * 64 + 2 * 2 * 64},
+        {"group 3, 32 dims, softcap", {.n_head = 6, .n_head_kv = 2, .head_dim_k = 32, .head_dim_v = 32, .scale = 0.2f,
+                                       .softcap = 10.0f}, ops::KvType::F16, 50, consecutive(7, 43)},
+        {"q8_0 window across passes", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64,
+                                       .scale = 0.125f, .n_swa = 40}, ops::KvType::Q8_0, 2100, consecutive(2060, 9)},
+        {"128 dims, circular window", {.n_head = 2, .n_head_kv = 1, .head_dim_k = 128, .head_dim_v = 128,
+                                       .scale = 0.09f, .n_swa = 37}, ops::KvType::Q8_0, 37 + 20 - 1,
+         consecutive(5000, 20)},
+        {"not causal", {.n_head = 4, .n_head_kv = 2, .head_dim_k = 32, .head_dim_v = 32, .scale = 0.2f,
+                        .causal = false}, ops::KvType::F16, 300, consecutive(40, 70)},
+    };
+    uint64_t seed = test::base_seed() + 1200;
+    for (const AttentionCase& c : cases) check_attention(c, true, seed++, 0, shape);
 }
 
 TEST_CASE("kv_write: f16 bits as llama.cpp rounds them, q8_0 blocks, slots from a buffer") {

@@ -4,11 +4,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 
 #include "gpu_fixture.h"
+#include "op_harness.h"
 #include "ops/ref/matmul_ref.h"
 #include "weight_fixture.h"
 
@@ -40,12 +42,14 @@ void check_matmul(gpu::Device& device, gpu::Transfer& transfer, const MatmulCase
         test::gpu_matmul(device, transfer, weights, weight_buffer, x, y0, c.n_tokens, c.accumulate, c.config);
 
     const ops::MatmulConfig used = c.config.value_or(ops::matmul_config(device.caps(), c.type));
+    const bool float16 = used.float16 || used.coopmat;  // cooperative matrices multiply f16 tiles
     const double error = test::relative_error(got, want);
     INFO(fmt::format("{} {} x {} by {} tokens{} seed {}: tile {} x {}{}, {}, {} segments: relative error {:.3g}",
                      gguf::type_name(c.type), c.rows, c.cols, c.n_tokens, c.accumulate ? " accumulate" : "", seed,
-                     used.tile_rows, used.tile_tokens, used.texel_reads ? " texel" : "", used.float16 ? "fp16" : "fp32",
+                     used.tile_rows, used.tile_tokens, used.texel_reads ? " texel" : "",
+                     used.coopmat ? "cooperative matrices" : used.float16 ? "fp16" : "fp32",
                      weight_buffer.segments().size(), error));
-    CHECK(error <= (used.float16 ? test::f16_tolerance : test::f32_tolerance));
+    CHECK(error <= (float16 ? test::f16_tolerance : test::f32_tolerance));
 }
 
 // The int8 path: quantize_q8 against ref::quantize_q8 (a value may land one step away where the
@@ -173,5 +177,33 @@ TEST_CASE("matmul over a weight buffer split into segments, one dispatch each") 
     if (device.caps().integer_dot_product) {
         check_matmul_int8(device, transfer, {gguf::GgmlType::Q8_0, 230, 32, 4});
         check_matmul_int8(device, transfer, {gguf::GgmlType::Q4_0, 230, 64, 4, true});
+    }
+}
+
+// The cooperative-matrix kernel (ops/coopmat.h) through its emulated build: the same tiling, staging
+// and stores with each product in plain arithmetic, so that it runs on this device. Products of 8 x 8
+// x 8 (2 x 2 subgroups of 2 x 2 products: a 32 x 32 tile), then other shapes and subgroup grids. Row
+// counts that are multiples of 4 take the direct stores for whole products, the rest and partial
+// products go through shared memory; dense rows end inside a unit. Emulated products loop over their
+// elements: rows stay within 16 units, under lavapipe's 65,535 loop iterations per invocation.
+TEST_CASE("matmul on cooperative matrices (emulated): every weight type, partial tiles, both stores") {
+    const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat();
+    if (!shape) return;
+    const ops::MatmulConfig config = ops::coopmat_matmul_config(*shape);
+    for (gguf::GgmlType type : test::weight_types) {
+        const uint32_t g = test::column_granularity(type);
+        for (MatmulCase c : {MatmulCase{type, 64, 2 * g, 40, false, config},
+                             MatmulCase{type, 37, std::min(3 * g, 512u), 11, true, config},
+                             MatmulCase{type, 36, g == 4 ? 100 : g, 5, true, config}})
+            check_matmul(test::device(), test::transfer(), c);
+    }
+    // K steps of 4, 16 and 32 per unit; one subgroup along the rows, three along the tokens.
+    for (auto [m, n, k] : {std::array{4u, 8u, 4u}, std::array{8u, 4u, 16u}, std::array{12u, 8u, 32u}}) {
+        ops::CoopmatShape other = *shape;
+        other.m = m, other.n = n, other.k = k;
+        const ops::MatmulConfig grid{.tile_rows = 2 * other.m, .tile_tokens = 3 * other.n, .coopmat = other,
+                                     .subgroups_rows = 1, .subgroups_tokens = 3};
+        for (gguf::GgmlType type : {gguf::GgmlType::Q4_K, gguf::GgmlType::Q8_0})
+            check_matmul(test::device(), test::transfer(), {type, 52, 2 * test::column_granularity(type), 23, true, grid});
     }
 }

@@ -71,14 +71,16 @@ TEST_CASE("matvec_heads refuses what its kernel cannot take") {
 
 namespace {
 
-// Absorbed MLA attention: one KV head whose row is [latent (R) | rope key], V = the latent.
+// Absorbed MLA attention: one KV head whose row is [latent (R) | rope key], V = the latent. coopmat:
+// prefill through the cooperative-matrix kernel of that shape.
 void check_latent_attention(uint32_t n_head, uint32_t latent, uint32_t rope, ops::KvType kv_type, uint32_t n_cells,
-                            std::vector<int32_t> positions, bool prefill, uint64_t seed) {
+                            std::vector<int32_t> positions, bool prefill, uint64_t seed,
+                            std::optional<ops::CoopmatShape> coopmat = std::nullopt) {
     const uint32_t k_row = latent + rope, n_tokens = uint32_t(positions.size());
     const ops::AttentionConfig config{.n_head = n_head, .n_head_kv = 1, .head_dim_k = k_row, .head_dim_v = latent,
                                       .scale = 0.3f};
     const ops::AttentionShape shape{.n_tokens = n_tokens, .n_cells = n_cells, .kv_type = kv_type, .v_stride = k_row};
-    if (prefill && !ops::attention_prefill_supports(test::device().caps(), config)) {  // as test_attention.cpp
+    if (prefill && !coopmat && !ops::attention_prefill_supports(test::device().caps(), config)) {  // as test_attention.cpp
         MESSAGE("latent " << latent << ": the prefill kernel does not fit this device: skipped");
         return;
     }
@@ -97,7 +99,7 @@ void check_latent_attention(uint32_t n_head, uint32_t latent, uint32_t rope, ops
     gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
     test::OpGraph g;
     const ops::AttentionBuffers buffers{g(q_buffer), g(k), g(k), g(position_buffer), g(out), g(scratch), g(counters)};
-    g.run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers)
+    g.run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers, 0, coopmat)
                   : ops::attention_decode(test::device(), config, shape, buffers));
 
     const std::vector<float> keys = ref::kv_read(kv_type, cache, k_row);
@@ -106,9 +108,9 @@ void check_latent_attention(uint32_t n_head, uint32_t latent, uint32_t rope, ops
         std::copy_n(&keys[size_t(j) * k_row], latent, &values[size_t(j) * latent]);
     std::vector<float> want(out_count);
     ref::attention(q, keys, values, positions, config, want);
-    const bool float16 = prefill && test::device().caps().use_float16();
-    const std::string what = fmt::format("{} heads, latent {} + rope {}, {} cells, {}", n_head, latent, rope, n_cells,
-                                         prefill ? "prefill" : "decode");
+    const bool float16 = prefill && (coopmat || test::device().caps().use_float16());
+    const std::string what = fmt::format("{} heads, latent {} + rope {}, {} cells, {}{}", n_head, latent, rope, n_cells,
+                                         prefill ? "prefill" : "decode", coopmat ? " on cooperative matrices" : "");
     test::check_close(test::download(out, out_count), want, float16 ? test::f16_tolerance : test::f32_tolerance, seed,
                       what.c_str());
 }
@@ -128,6 +130,9 @@ TEST_CASE("attention with V read from the latent prefix of the K cache (absorbed
     check_latent_attention(4, 32, 16, ops::KvType::F16, 160, consecutive(0, 160), true, seed++);
     check_latent_attention(8, 256, 64, ops::KvType::Q8_0, 700, {699}, false, seed++);
     check_latent_attention(8, 256, 64, ops::KvType::F16, 300, consecutive(200, 67), true, seed++);
+    // The fixtures' shape through the cooperative-matrix kernel (emulated), which takes heads this small.
+    if (const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat())
+        check_latent_attention(4, 32, 16, ops::KvType::F16, 90, consecutive(0, 90), true, seed++, shape);
 }
 
 TEST_CASE("attention refuses a V stride shorter than its heads") {

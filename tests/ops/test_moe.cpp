@@ -170,9 +170,10 @@ struct ExpertCase {
 };
 
 double tolerance(const gpu::Device& device, const ExpertCase& c) {
+    const ops::MatmulConfig matmul = c.matmul_config.value_or(ops::matmul_config(device.caps(), c.type));
     const bool float16 = c.n_tokens == 1
                              ? c.matvec_config.value_or(ops::matvec_config(device.caps(), c.type, c.cols)).float16
-                             : c.matmul_config.value_or(ops::matmul_config(device.caps(), c.type)).float16;
+                             : matmul.float16 || matmul.coopmat;  // cooperative matrices multiply f16 tiles
     return float16 ? test::f16_tolerance : test::f32_tolerance;
 }
 
@@ -341,6 +342,20 @@ TEST_CASE("matvec_id and matmul_id give the same result for every launch shape")
         for (gguf::GgmlType type : {Q4_K, Q5_0})
             check_experts(test::device(), test::transfer(), {type, {3, 80, 0, 80}, 256, 100, 2, std::nullopt, config});
     }
+}
+
+// The cooperative-matrix kernel over the selected experts (ops/coopmat.h), through its emulated build
+// (plain arithmetic): every expert tile stores through shared memory, tokens scattered over entries;
+// the tile halved to what an expert gets, as matmul_id_config does.
+TEST_CASE("matmul_id on cooperative matrices (emulated): experts holding more and fewer tokens than a tile") {
+    const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat();
+    if (!shape) return;
+    ops::MatmulConfig config = ops::coopmat_matmul_config(*shape);
+    using enum gguf::GgmlType;
+    for (gguf::GgmlType type : {Q4_K, Q5_0, F16})
+        check_experts(test::device(), test::transfer(), {type, {3, 80, 0, 80}, 256, 100, 2, std::nullopt, config});
+    config.tile_tokens /= 2;
+    check_experts(test::device(), test::transfer(), {Q8_0, {6, 36, 12, 20}, 64, 9, 2, std::nullopt, config});
 }
 
 TEST_CASE("matvec_id and matmul_id over rows past lavapipe's loop cap") {
