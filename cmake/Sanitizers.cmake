@@ -7,6 +7,21 @@ if(VKLLM_SANITIZE)
   add_link_options(-fsanitize=address,undefined)
 endif()
 
+# libFuzzer targets (VKLLM_FUZZ; scripts/fuzz configures clang with VKLLM_SANITIZE too). A library a
+# fuzzer exercises is built with -fsanitize=fuzzer-no-link, so its code reports coverage.
+if(VKLLM_FUZZ AND NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+  message(FATAL_ERROR "VKLLM_FUZZ needs clang: configure with -DCMAKE_CXX_COMPILER=clang++")
+endif()
+
+# vkllm_fuzzer(NAME SOURCES files... LIBS libraries...): a fuzzer executable of its own sources.
+function(vkllm_fuzzer name)
+  cmake_parse_arguments(FUZZER "" "" "SOURCES;LIBS" ${ARGN})
+  add_executable(${name} ${FUZZER_SOURCES})
+  target_compile_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_options(${name} PRIVATE -fsanitize=fuzzer)
+  target_link_libraries(${name} PRIVATE ${FUZZER_LIBS})
+endfunction()
+
 function(vkllm_keep_modules_loaded target)
   if(VKLLM_SANITIZE)
     target_sources(${target} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/keep_modules_loaded.cpp)
