@@ -10,7 +10,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string body(reinterpret_cast<const char*>(data), size);
-    const vkllm::server::ParseLimits served{.images = true, .max_prompt_bytes = 4096, .n_ctx = 512};
+    const vkllm::server::ParseLimits served{.images = true, .max_prompt_bytes = 4096, .n_ctx = 512, .n_vocab = 32000};
     for (auto endpoint : {vkllm::server::Endpoint::ChatCompletions, vkllm::server::Endpoint::Completions}) {
         for (const vkllm::server::ParseLimits& limits : {vkllm::server::ParseLimits{}, served}) {
             try {

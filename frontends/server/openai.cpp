@@ -239,7 +239,7 @@ void parse_logprobs(const json& body, Endpoint endpoint, CompletionRequest& requ
 }
 
 // {"token id": bias}: -100 bans a token, 100 all but forces it.
-void parse_logit_bias(const json& body, sampling::SamplerParams& params) {
+void parse_logit_bias(const json& body, const ParseLimits& limits, sampling::SamplerParams& params) {
     const json& biases = member(body, "logit_bias");
     if (biases.is_null()) return;
     if (!biases.is_object()) throw bad_field("logit_bias", "must map token ids (as strings) to numbers from -100 to 100");
@@ -249,6 +249,7 @@ void parse_logit_bias(const json& body, sampling::SamplerParams& params) {
         const auto [end, error] = std::from_chars(key.data(), key.data() + key.size(), id);
         if (error != std::errc() || end != key.data() + key.size() || id < 0 || id > std::numeric_limits<int32_t>::max())
             throw bad_field(field, "is not a token id");
+        if (id >= limits.n_vocab) throw bad_field(field, fmt::format("names a token outside the vocabulary of {}", limits.n_vocab));
         if (!value.is_number() || !std::isfinite(value.get<double>()) || value.get<double>() < -100 || value.get<double>() > 100)
             throw bad_field(field, "must be a number from -100 to 100");
         params.logit_bias.emplace_back(int32_t(id), float(value.get<double>()));
@@ -367,7 +368,7 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text, cons
 
     parse_constraint(body, request);
     parse_logprobs(body, endpoint, request);
-    parse_logit_bias(body, request.sampling);
+    parse_logit_bias(body, limits, request.sampling);
 
     sampling::SamplerParams& s = request.sampling;
     if (given("temperature")) s.temperature = float(number_field(body, "temperature", 0, 2));

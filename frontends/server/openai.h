@@ -60,9 +60,10 @@ struct CompletionRequest {
 
 // What the server can take, checked while parsing so that nothing is built only to be refused.
 struct ParseLimits {
-    bool images = false;          // an image encoder is loaded: image_url parts are decoded
-    size_t max_prompt_bytes = 0;  // longer prompt text cannot fit the context (0: no bound)
-    uint32_t n_ctx = UINT32_MAX;  // token-id prompts of this length or more are refused
+    bool images = false;            // an image encoder is loaded: image_url parts are decoded
+    size_t max_prompt_bytes = 0;    // longer prompt text cannot fit the context (0: no bound)
+    uint32_t n_ctx = UINT32_MAX;    // token-id prompts of this length or more are refused
+    uint32_t n_vocab = UINT32_MAX;  // logit_bias on a token id from here on is refused
 };
 
 // JSON nested deeper than this is refused before any tree of it is built (a deep tree's copy and

@@ -311,13 +311,7 @@ struct Server::Impl {
             inputs.push_back(embedder->tokenize(text));
         }
         size_t n_tokens = 0;
-        for (const auto& input : inputs) {
-            n_tokens += input.size();
-            for (int32_t id : input)
-                if (uint32_t(id) >= engine.info().n_vocab)
-                    throw ApiError(400, fmt::format("token id {} is outside the vocabulary of {}", id, engine.info().n_vocab),
-                                   "invalid_request_error", "invalid_value", "input");
-        }
+        for (const auto& input : inputs) n_tokens += input.size();
         std::vector<std::vector<float>> vectors;
         {
             std::lock_guard lock(embedding);
@@ -485,12 +479,9 @@ struct Server::Impl {
         const uint32_t n_ctx = engine.session().n_ctx();
         CompletionRequest request = parse_request(endpoint, body, {.images = engine.encoder() != nullptr,
                                                                    .max_prompt_bytes = prompt_byte_bound(),
-                                                                   .n_ctx = n_ctx});
+                                                                   .n_ctx = n_ctx,
+                                                                   .n_vocab = engine.info().n_vocab});
         if (!request.model.empty() && request.model != options.model_id) throw model_not_found(request.model);
-        for (const auto& [id, bias] : request.sampling.logit_bias)
-            if (uint32_t(id) >= engine.info().n_vocab)
-                throw ApiError(400, fmt::format("'logit_bias' names token {}, outside the vocabulary of {}", id, engine.info().n_vocab),
-                               "invalid_request_error", "invalid_value", fmt::format("logit_bias.{}", id));
         request.sampling.grammar = constraint(request);
         engine::Request prompt = prompt_of(request);
         size_t n_prompt = prompt.prompt.size();

@@ -63,6 +63,9 @@ std::vector<std::vector<float>> Embedder::embed(const std::vector<std::vector<to
         if (inputs[i].size() > max_tokens())
             fail("input {} has {} tokens, more than the context of {} (raise it with -c, up to the model's {})", i,
                  inputs[i].size(), max_tokens(), engine_.info().n_ctx_train);
+        for (tokenizer::TokenId id : inputs[i])
+            if (id < 0 || uint32_t(id) >= engine_.info().n_vocab)
+                fail("input {}: token id {} is outside the vocabulary of {}", i, id, engine_.info().n_vocab);
     }
     model::Session& session = engine_.session();
     const uint32_t n_embd = dimension();

@@ -45,7 +45,8 @@ public:
     std::vector<tokenizer::TokenId> tokenize(std::string_view text) const;
 
     // One vector of dimension() floats per input, in order. Throws vkllm::Error before running
-    // anything when an input is empty or longer than max_tokens(), naming it.
+    // anything when an input is empty, longer than max_tokens() or holds a token outside the vocabulary,
+    // naming it.
     std::vector<std::vector<float>> embed(const std::vector<std::vector<tokenizer::TokenId>>& inputs);
     std::vector<std::vector<float>> embed(const std::vector<std::string>& texts);
 

@@ -160,6 +160,9 @@ TEST_CASE("an encoder refuses logits, a context past its positions, and inputs l
                          doctest::Contains("input 1 has 17 tokens, more than the context of 16"), Error);
     CHECK_THROWS_WITH_AS(embedder.embed(Inputs{{}}),
                          doctest::Contains("input 0 has no tokens"), Error);
+    const std::string outside = "input 1: token id " + std::to_string(engine.info().n_vocab) + " is outside the vocabulary";
+    CHECK_THROWS_WITH_AS(embedder.embed(Inputs{{101, 102}, {101, int32_t(engine.info().n_vocab)}}),
+                         doctest::Contains(outside.c_str()), Error);
     CHECK(embedder.embed(Inputs{std::vector<tokenizer::TokenId>(16, 1996)}).size() == 1);
 }
 

@@ -129,7 +129,7 @@ test('an embeddings server: 32 inputs in one request, float and base64, as llama
     const tokens = await client.embeddings.create({ model: 'bert-mean', input: [reference[2].tokens], encoding_format: 'float' });
     assert.deepEqual(tokens.data[0].embedding, reply.data[2].embedding);
     for (const [body, param] of [[{ input: [] }, 'input'], [{ input: [''] }, 'input[0]'], [{ input: 'x', encoding_format: 'hex' }, 'encoding_format'],
-      [{ input: 'x', dimensions: 8 }, 'dimensions'], [{ input: [[1, -2]] }, 'input[0]']]) {
+      [{ input: 'x', dimensions: 8 }, 'dimensions'], [{ input: [[1, -2]] }, 'input[0]'], [{ input: [[101, 102], [101, 999999]] }, 'input']]) {
       const refused = await post(server.address, '/v1/embeddings', body);
       assert.equal(refused.status, 400, JSON.stringify(body));
       assert.equal(JSON.parse(refused.body).error.param, param);
