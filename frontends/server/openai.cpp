@@ -297,6 +297,17 @@ void parse_tools(const json& body, CompletionRequest& request) {
     if (!member(body, "parallel_tool_calls").is_null()) request.parallel_tool_calls = bool_field(body, "parallel_tool_calls");
 }
 
+// A JSON array of token ids (prompts, embedding inputs).
+std::vector<int32_t> token_ids(const json& list, const std::string& field) {
+    std::vector<int32_t> ids;
+    for (const json& id : list) {
+        if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
+            throw bad_field(field, "holds something that is not a token id");
+        ids.push_back(int32_t(id.get<int64_t>()));
+    }
+    return ids;
+}
+
 void parse_prompt(const json& body, const ParseLimits& limits, CompletionRequest& request) {
     const json& prompt = member(body, "prompt");
     auto all_ids = [](const json& list) {
@@ -308,11 +319,7 @@ void parse_prompt(const json& body, const ParseLimits& limits, CompletionRequest
         request.prompt = prompt[0].get<std::string>();
     } else if (prompt.is_array() && !prompt.empty() && all_ids(prompt)) {
         if (prompt.size() >= limits.n_ctx) throw prompt_too_long("prompt", fmt::format("{} tokens", prompt.size()), limits.n_ctx);
-        for (const json& id : prompt) {
-            const int64_t value = id.get<int64_t>();
-            if (value < 0 || value > std::numeric_limits<int32_t>::max()) throw bad_field("prompt", "holds a token id out of range");
-            request.prompt_tokens.push_back(int32_t(value));
-        }
+        request.prompt_tokens = token_ids(prompt, "prompt");
     } else {
         throw bad_field("prompt", "must be a string, an array of one string, or an array of token ids");
     }
@@ -322,7 +329,7 @@ void parse_prompt(const json& body, const ParseLimits& limits, CompletionRequest
 }
 
 // The body as JSON, refused past max_json_depth before the tree gets that deep.
-json parse_body(const std::string& text) {
+json parse_json(const std::string& text) {
     const json::parser_callback_t bounded = [](int depth, json::parse_event_t, json&) {
         if (depth > max_json_depth) throw ApiError(400, fmt::format("the request body nests JSON deeper than {} levels", max_json_depth),
                                                    "invalid_request_error", "invalid_json");
@@ -334,6 +341,20 @@ json parse_body(const std::string& text) {
         throw ApiError(400, fmt::format("the request body is not valid JSON ({})", error.what()), "invalid_request_error",
                        "invalid_json");
     }
+}
+
+// A request's body: a JSON object.
+json parse_body(const std::string& text) {
+    json body = parse_json(text);
+    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
+    return body;
+}
+
+// The optional "model" of a request ("": none named).
+std::string model_field(const json& body) {
+    if (member(body, "model").is_null()) return {};
+    if (!member(body, "model").is_string()) throw bad_field("model", "must be a string");
+    return member(body, "model").get<std::string>();
 }
 
 }  // namespace
@@ -349,14 +370,10 @@ nlohmann::ordered_json ApiError::body() const {
 
 CompletionRequest parse_request(Endpoint endpoint, const std::string& text, const ParseLimits& limits) {
     const json body = parse_body(text);
-    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
     CompletionRequest request;
     request.endpoint = endpoint;
     auto given = [&](const char* field) { return !member(body, field).is_null(); };
-    if (given("model")) {
-        if (!member(body, "model").is_string()) throw bad_field("model", "must be a string");
-        request.model = member(body, "model").get<std::string>();
-    }
+    request.model = model_field(body);
     if (endpoint == Endpoint::ChatCompletions) {
         request.messages = chat_messages(body, limits, request.images);
         parse_tools(body, request);
@@ -423,22 +440,12 @@ CompletionRequest parse_request(Endpoint endpoint, const std::string& text, cons
 
 EmbeddingRequest parse_embedding_request(const std::string& text) {
     const json body = parse_body(text);
-    if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
     EmbeddingRequest request;
-    if (!member(body, "model").is_null()) {
-        if (!member(body, "model").is_string()) throw bad_field("model", "must be a string");
-        request.model = member(body, "model").get<std::string>();
-    }
+    request.model = model_field(body);
     const json& input = member(body, "input");
     auto ids_of = [](const json& list, const std::string& field) {
-        std::vector<int32_t> ids;
-        for (const json& id : list) {
-            if (!id.is_number_integer() || id.get<int64_t>() < 0 || id.get<int64_t>() > std::numeric_limits<int32_t>::max())
-                throw bad_field(field, "holds something that is not a token id");
-            ids.push_back(int32_t(id.get<int64_t>()));
-        }
-        if (ids.empty()) throw bad_field(field, "is empty");
-        return ids;
+        if (list.empty()) throw bad_field(field, "is empty");
+        return token_ids(list, field);
     };
     if (input.is_string()) {
         request.texts.push_back(input.get<std::string>());
