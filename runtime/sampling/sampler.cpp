@@ -133,15 +133,19 @@ bool Sampler::greedy() const { return params_.temperature <= 0 || scratch_[size_
 
 bool Sampler::by_logit(const Candidate& a, const Candidate& b) { return a.logit > b.logit || (a.logit == b.logit && a.id < b.id); }
 
-void Sampler::top_k(std::vector<Candidate>& candidates) const {
-    candidates.resize(scratch_.size());
-    for (size_t i = 0; i < scratch_.size(); ++i) candidates[i] = {TokenId(i), scratch_[i]};
-    size_t keep = candidates.size();
+void Sampler::load_candidates() {
+    candidates_.resize(scratch_.size());
+    for (size_t i = 0; i < scratch_.size(); ++i) candidates_[i] = {TokenId(i), scratch_[i]};
+}
+
+void Sampler::top_k() {
+    load_candidates();
+    size_t keep = candidates_.size();
     if (params_.top_k > 0) keep = std::min(keep, size_t(params_.top_k));
-    std::partial_sort(candidates.begin(), candidates.begin() + ptrdiff_t(keep), candidates.end(), by_logit);
-    candidates.resize(keep);
+    std::partial_sort(candidates_.begin(), candidates_.begin() + ptrdiff_t(keep), candidates_.end(), by_logit);
+    candidates_.resize(keep);
     // Tokens without probability (banned, NaN) never count, so neither can the draw's rounding pick one.
-    while (candidates.size() > 1 && candidates.back().logit == -INFINITY) candidates.pop_back();
+    while (candidates_.size() > 1 && candidates_.back().logit == -INFINITY) candidates_.pop_back();
 }
 
 // top-p and min-p on the untempered distribution of the top-k survivors, as llama.cpp's chain runs
@@ -181,7 +185,7 @@ TokenId Sampler::draw(std::vector<Candidate>& candidates) {
 
 TokenId Sampler::pick() {
     if (greedy()) return argmax(scratch_);
-    top_k(candidates_);
+    top_k();
     return draw(candidates_);
 }
 
@@ -190,8 +194,7 @@ TokenId Sampler::pick() {
 // (the checks so far project past a budget: one trie walk costs less, and is cached for this state).
 bool Sampler::top_k_allowed(size_t k, std::vector<Candidate>& allowed) {
     const size_t budget = std::min(scratch_.size(), std::max<size_t>(256, 4 * k));
-    candidates_.resize(scratch_.size());
-    for (size_t i = 0; i < scratch_.size(); ++i) candidates_[i] = {TokenId(i), scratch_[i]};
+    load_candidates();
     std::partial_sort(candidates_.begin(), candidates_.begin() + ptrdiff_t(budget), candidates_.end(), by_logit);
     allowed.clear();
     for (size_t i = 0; i < budget; ++i) {
@@ -241,8 +244,7 @@ TokenId Sampler::pick_allowed() {
 TokenId Sampler::pick_closing(TokenId chosen, uint32_t budget) {
     const uint32_t room = budget - 1;  // tokens after this one
     if (grammar_->distance_after(chosen) <= room) return chosen;
-    candidates_.resize(scratch_.size());
-    for (size_t i = 0; i < scratch_.size(); ++i) candidates_[i] = {TokenId(i), scratch_[i]};
+    load_candidates();
     std::sort(candidates_.begin(), candidates_.end(), by_logit);
     const size_t k = params_.temperature <= 0 ? 1 : params_.top_k > 0 ? size_t(params_.top_k) : candidates_.size();
     allowed_.clear();

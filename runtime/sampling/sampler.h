@@ -131,7 +131,8 @@ private:
     static bool by_logit(const Candidate& a, const Candidate& b);  // descending; ties: lower id first
     void measure_logprobs(std::span<const float> logits);
     bool greedy() const;
-    void top_k(std::vector<Candidate>& candidates) const;  // all of scratch_, cut to top-k and sorted
+    void load_candidates();                                // candidates_: every token with its logit in scratch_
+    void top_k();                                          // candidates_: all of scratch_, cut to top-k and sorted
     bool top_k_allowed(size_t k, std::vector<Candidate>& allowed);
     TokenId draw(std::vector<Candidate>& candidates);      // top-p, min-p, temperature and the draw
     TokenId pick();                                        // from scratch_ as it stands
