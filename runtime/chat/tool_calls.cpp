@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "sampling/json_schema.h"
 
 namespace vkllm::chat {
@@ -328,8 +329,7 @@ std::string ReplySplitter::push(std::string_view text) {
         return shown;
     }
     // Keep back the longest tail that may grow into the opening.
-    size_t keep = std::min(held_.size(), opening.size() - 1);
-    while (keep > 0 && !opening.starts_with(std::string_view(held_).substr(held_.size() - keep))) --keep;
+    const size_t keep = marker_start_at_end(held_, opening);
     std::string shown = held_.substr(0, held_.size() - keep);
     held_.erase(0, held_.size() - keep);
     return shown;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/text.h"
 #include "tokenizer/unicode.h"
 
 namespace vkllm::engine {
@@ -66,12 +67,7 @@ std::string TextStream::push(tokenizer::TokenId id) {
     }
     // Hold back the longest tail that begins some stop string.
     size_t hold = 0;
-    for (const std::string& stop : limits_.stops.strings)
-        for (size_t n = std::min(stop.size() - 1, held_.size()); n > hold; --n)
-            if (held_.compare(held_.size() - n, n, stop, 0, n) == 0) {
-                hold = n;
-                break;
-            }
+    for (const std::string& stop : limits_.stops.strings) hold = std::max(hold, marker_start_at_end(held_, stop));
     std::string text = held_.substr(0, held_.size() - hold);
     held_.erase(0, held_.size() - hold);
     return text;
