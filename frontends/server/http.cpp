@@ -101,7 +101,7 @@ public:
     void start() {
         error_code ignored;
         socket_.set_option(tcp::no_delay(true), ignored);
-        socket_.non_blocking(true, ignored);  // client_left() peeks without waiting
+        socket_.non_blocking(true, ignored);  // peek_client() peeks without waiting
         wait_for_request();
     }
     // From any thread: the connection sends what its replies hold.
