@@ -4,10 +4,14 @@
 // thread, whatever its client does:
 // - a request's header and body must arrive within one deadline from its first byte (a byte a second
 //   does not renew it), and an idle keep-alive connection is closed after its own timeout;
-// - header bytes, header fields, body bytes and connections are bounded; a response that the client
-//   stops reading is dropped after a stall, and its requests are told their client is gone;
-// - pipelined requests are read ahead (a few) and answered in order; TCP_NODELAY, and a response's
-//   header and body leave in one write.
+// - header bytes, header fields, body bytes (one body's, and all connections' bodies together) and
+//   connections are bounded; a response that the client stops reading is dropped after a stall, and
+//   its requests are told their client is gone;
+// - pipelined requests are read ahead (a few) and answered in order; past those the connection reads
+//   nothing until an answer is out, but still notices its client leaving, which cancels every request
+//   it started;
+// - TCP_NODELAY, a response's header and body in one write, and a header's ACK sent at once when a
+//   body is still to come (a client that writes them apart would wait out a delayed ACK).
 // Handlers run on the connection's I/O thread and must return at once: one that computes hands the
 // work to another thread and answers through its Reply, from any thread, whenever it is ready.
 #include <atomic>
@@ -25,12 +29,36 @@ namespace vkllm::server::http {
 
 using Headers = std::vector<std::pair<std::string, std::string>>;
 
+struct BodyBudget;
+
+// Bytes of request bodies counted against the server's budget (Limits::max_buffered_body_bytes), from
+// the header that announces them until the lease is dropped.
+class BodyLease {
+public:
+    BodyLease() = default;
+    explicit BodyLease(std::shared_ptr<BodyBudget> budget) : budget_(std::move(budget)) {}
+    BodyLease(BodyLease&& other) noexcept : budget_(std::move(other.budget_)), bytes_(std::exchange(other.bytes_, 0)) {}
+    BodyLease& operator=(BodyLease&& other) noexcept;
+    ~BodyLease() { release(); }
+
+    // Holds `bytes` in all (more or fewer than now); false, holding what it held, when the budget lacks them.
+    bool resize(uint64_t bytes);
+    uint64_t bytes() const { return bytes_; }
+
+private:
+    void release();
+    std::shared_ptr<BodyBudget> budget_;
+    uint64_t bytes_ = 0;
+};
+
 struct Request {
     std::string method;  // as sent: "GET", "POST", "OPTIONS"...
     std::string path;    // the target up to '?'
     std::string query;   // after '?', undecoded
     Headers headers;
     std::string body;
+    BodyLease body_lease;  // whoever keeps the body keeps this with it
+
 
     // The first header of that name (case-insensitive); empty when absent.
     std::string_view header(std::string_view name) const;
@@ -77,6 +105,8 @@ struct Limits {
     size_t max_header_bytes = 16 << 10;  // request line and headers together
     size_t max_header_fields = 100;
     uint64_t max_body_bytes = 32ull << 20;
+    // Bodies of all connections together, being read or held by the handler: a request past it is a 503.
+    uint64_t max_buffered_body_bytes = 128ull << 20;
     std::chrono::milliseconds request_deadline{30'000};  // from a request's first byte to its last
     std::chrono::milliseconds idle_timeout{60'000};      // a kept-alive connection with nothing to do
     std::chrono::milliseconds write_stall{60'000};       // a response the client reads nothing of

@@ -78,12 +78,14 @@ std::string new_call_id() {
 // Everything here runs on the scheduler's thread, after the request thread submitted it.
 struct Exchange {
     std::shared_ptr<http::Reply> reply;
-    std::atomic<uint64_t>& failed;  // the server's count of requests answered with an error
+    std::atomic<uint64_t>& failed;    // the server's count of requests answered with a 5xx (or an error event)
+    std::atomic<uint64_t>& rejected;  // and with a 4xx
     ResponseContext context;
+    std::string constraint_field;  // the field whose grammar the reply follows, for its errors
     bool stream = false, include_usage = false;
     std::string echo;  // completions with echo: the prompt's text, before the reply's
     std::string text;  // not streaming: the whole reply
-    bool first = true;
+    bool first = true;  // no chunk sent yet: the stream has not begun
     // A chat with tools: the reply's calls are held back from its text and parsed at its end.
     std::optional<chat::ReplySplitter> splitter;
     // With logprobs asked for: every reply token's, and how many a stream has sent.
@@ -132,15 +134,29 @@ struct Exchange {
         return calls;
     }
 
+    // What a request that ended without its reply is answered: a 400 when its grammar was the
+    // trouble (too ambiguous, or no token could continue it), a 500 for a fault of the server's, a
+    // 503 when the server stopped first. Counted in /metrics as rejected or failed.
+    std::optional<ApiError> failure(const engine::Completion& done) {
+        std::optional<ApiError> error;
+        if (!done.error.empty() && done.invalid_request)
+            error.emplace(400, fmt::format("'{}': {}", constraint_field, done.error), "invalid_request_error", "invalid_value",
+                          constraint_field);
+        else if (!done.error.empty())
+            error.emplace(500, done.error, "server_error");
+        else if (done.finish == engine::FinishReason::Cancelled)
+            error.emplace(503, "the server stopped before the request started", "server_error");
+        if (error) (error->status >= 500 ? failed : rejected) += 1;
+        return error;
+    }
+
     void on_done(const engine::Completion& done) {
-        if (!stream) return send_whole(done);
+        const std::optional<ApiError> error = failure(done);
+        // A stream that sent nothing yet is answered as a whole reply would be: its error's status.
+        if (!stream || (error && first)) return send_whole(done, error);
         begin_stream();
-        if (!done.error.empty()) {
-            failed += 1;
-            reply->write(sse_event(ApiError(500, done.error, "server_error").body()));
-        } else if (done.finish == engine::FinishReason::Cancelled) {
-            failed += 1;
-            reply->write(sse_event(ApiError(503, "the server stopped before the request started", "server_error").body()));
+        if (error) {
+            reply->write(sse_event(error->body()));
         } else {
             std::string rest;
             const std::vector<ReplyCall> made = calls(rest);
@@ -154,11 +170,8 @@ struct Exchange {
         reply->end();
     }
 
-    void send_whole(const engine::Completion& done) {
-        if (!done.error.empty() || done.finish == engine::FinishReason::Cancelled) failed += 1;
-        if (!done.error.empty()) return send_json(*reply, 500, ApiError(500, done.error, "server_error").body());
-        if (done.finish == engine::FinishReason::Cancelled)
-            return send_json(*reply, 503, ApiError(503, "the server stopped before the request started", "server_error").body());
+    void send_whole(const engine::Completion& done, const std::optional<ApiError>& error) {
+        if (error) return send_json(*reply, error->status, error->body());
         std::string rest;
         const std::vector<ReplyCall> made = calls(rest);
         send_json(*reply, 200, response_body(context, echo + text + rest, made, done, {logprobs_asked, tokens, 0}));
@@ -268,8 +281,9 @@ struct Server::Impl {
         const bool embeddings = path == "/v1/embeddings" || path == "/embeddings";
         if (path == "/apply-template") {  // llama-server's: the prompt a chat request renders, not run
             if (!post) return wrong_method(*reply, "POST");
-            return on_request_thread(reply, [this, body = std::move(request.body), reply] {
-                send_json(*reply, 200, {{"prompt", render(parse_request(Endpoint::ChatCompletions, body, {.images = true}))}});
+            // The request travels whole: its body stays counted in the server's body budget until dropped.
+            return on_request_thread(reply, [this, request = std::move(request), reply] {
+                send_json(*reply, 200, {{"prompt", render(parse_request(Endpoint::ChatCompletions, request.body, {.images = true}))}});
             });
         }
         if (!endpoint && !embeddings)
@@ -281,9 +295,9 @@ struct Server::Impl {
             return refuse(*reply, ApiError(501, embeddings ? "this server runs completions: start it with --embeddings to serve embeddings"
                                                            : "this server serves embeddings only (an encoder model, or --embeddings)",
                                            "invalid_request_error", "not_supported"));
-        on_request_thread(reply, [this, endpoint, body = std::move(request.body), reply] {
-            if (endpoint) complete(*endpoint, body, reply);
-            else embed(body, *reply);
+        on_request_thread(reply, [this, endpoint, request = std::move(request), reply] {
+            if (endpoint) complete(*endpoint, request.body, reply);
+            else embed(request.body, *reply);
         });
     }
 
@@ -291,6 +305,7 @@ struct Server::Impl {
     template <class Work>
     void on_request_thread(std::shared_ptr<http::Reply> reply, Work work) {
         boost::asio::post(request_threads, [this, reply = std::move(reply), work = std::move(work)]() mutable {
+            if (reply->gone()) return;  // its client left while it waited for a thread
             try {
                 work();
             } catch (const ApiError& error) {
@@ -301,7 +316,8 @@ struct Server::Impl {
         });
     }
 
-    // On a request thread: the inputs tokenized, then embedded one request at a time.
+    // On a request thread: the inputs tokenized, then embedded one request at a time. A request whose
+    // client leaves stops at its next input, so the next request waits one input at the most.
     void embed(const std::string& body, http::Reply& reply) {
         EmbeddingRequest request = parse_embedding_request(body);
         if (!request.model.empty() && request.model != options.model_id) throw model_not_found(request.model);
@@ -315,13 +331,14 @@ struct Server::Impl {
         std::vector<std::vector<float>> vectors;
         {
             std::lock_guard lock(embedding);
-            if (shutting_down) throw ApiError(503, "the server is shutting down", "server_error");
             try {
-                vectors = embedder->embed(inputs);
+                vectors = embedder->embed(inputs, [&] { return reply.gone() || shutting_down; });
             } catch (const Error& error) {
                 throw ApiError(400, error.what(), "invalid_request_error", "invalid_value", "input");
             }
         }
+        if (reply.gone()) return;
+        if (vectors.size() < inputs.size()) throw ApiError(503, "the server is shutting down", "server_error");
         embedded += 1;
         send_json(reply, 200, embedding_response(options.model_id, vectors, request.base64, n_tokens));
     }
@@ -396,10 +413,15 @@ struct Server::Impl {
             if (!request.json_schema.is_null())
                 return sampling::json_schema_grammar(request.json_schema, {.strict = request.json_schema_strict});
         } catch (const Error& error) {
-            const std::string field = calls_forced(request) ? "tools" : request.constraint_field;
+            const std::string field = constraint_field(request);
             throw ApiError(400, fmt::format("'{}': {}", field, error.what()), "invalid_request_error", "invalid_value", field);
         }
         return nullptr;
+    }
+
+    // The field that gave the reply's grammar, for its errors.
+    static std::string constraint_field(const CompletionRequest& request) {
+        return calls_forced(request) ? "tools" : request.constraint_field;
     }
 
     static bool calls_forced(const CompletionRequest& request) {
@@ -503,7 +525,8 @@ struct Server::Impl {
             limits.stops.tokens = template_stops.tokens;
             limits.stops.strings.insert(limits.stops.strings.end(), template_stops.strings.begin(), template_stops.strings.end());
         }
-        auto exchange = std::make_shared<Exchange>(Exchange{.reply = reply, .failed = failed});
+        auto exchange = std::make_shared<Exchange>(Exchange{.reply = reply, .failed = failed, .rejected = rejected});
+        exchange->constraint_field = constraint_field(request);
         exchange->context = {endpoint, fmt::format("{}-{:x}", endpoint == Endpoint::ChatCompletions ? "chatcmpl" : "cmpl", next_id++),
                              options.model_id, int64_t(std::time(nullptr))};
         exchange->stream = request.stream;

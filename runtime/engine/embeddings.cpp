@@ -58,6 +58,11 @@ std::vector<tokenizer::TokenId> Embedder::tokenize(std::string_view text) const 
 }
 
 std::vector<std::vector<float>> Embedder::embed(const std::vector<std::vector<tokenizer::TokenId>>& inputs) {
+    return embed(inputs, {});
+}
+
+std::vector<std::vector<float>> Embedder::embed(const std::vector<std::vector<tokenizer::TokenId>>& inputs,
+                                                const std::function<bool()>& stop) {
     for (size_t i = 0; i < inputs.size(); ++i) {
         if (inputs[i].empty()) fail("input {} has no tokens to embed", i);
         if (inputs[i].size() > max_tokens())
@@ -72,6 +77,7 @@ std::vector<std::vector<float>> Embedder::embed(const std::vector<std::vector<to
     std::vector<std::vector<float>> vectors;
     vectors.reserve(inputs.size());
     for (const std::vector<tokenizer::TokenId>& tokens : inputs) {
+        if (stop && stop()) break;
         session.truncate(options_.seq, 0);
         hidden_.clear();
         session.eval_hidden(options_.seq, tokens, hidden_);

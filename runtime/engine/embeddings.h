@@ -6,6 +6,7 @@
 // graph replay per input up to n_ubatch tokens (the graph of each power-of-two length baked once), so
 // its tokens never see another input's; that sequence's cache is overwritten and left empty.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,10 @@ public:
     // anything when an input is empty, longer than max_tokens() or holds a token outside the vocabulary,
     // naming it.
     std::vector<std::vector<float>> embed(const std::vector<std::vector<tokenizer::TokenId>>& inputs);
+    // The same, asking `stop` before each input runs (its one graph replay, or its chunks): once it
+    // says yes, returns the vectors done so far, fewer than the inputs (a server whose client left).
+    std::vector<std::vector<float>> embed(const std::vector<std::vector<tokenizer::TokenId>>& inputs,
+                                          const std::function<bool()>& stop);
     std::vector<std::vector<float>> embed(const std::vector<std::string>& texts);
 
 private:

@@ -17,13 +17,33 @@ size_t common_prefix(std::span<const int32_t> a, std::span<const int32_t> b) {
     return size_t(std::ranges::mismatch(a, b).in1 - a.begin());
 }
 
+// A listener's call. What it throws is dropped: the request ends anyway, and the thread serves the others.
+template <class Call>
+void notify(Call&& call) noexcept {
+    try {
+        call();
+    } catch (...) {
+    }
+}
+
+// A listener that cannot tell is taken for one whose client is gone.
+bool is_cancelled(const RequestListener& listener) noexcept {
+    try {
+        return listener.cancelled && listener.cancelled();
+    } catch (...) {
+        return true;
+    }
+}
+
 }  // namespace
 
 struct Scheduler::Active {
-    Request request;
-    RequestListener listener;
+    // The sampler (its grammar's matcher) is built first, from `r` before it is moved: when it throws
+    // (a grammar too ambiguous to start), the request and its listener are still the caller's to answer.
     sampling::Sampler sampler;
     TextStream stream;
+    Request request;
+    RequestListener listener;
     uint32_t seq = 0;
     uint64_t order = 0;        // admission order: prefill goes oldest first
     uint32_t prompt_done = 0;  // prompt tokens in the cache
@@ -31,10 +51,9 @@ struct Scheduler::Active {
     uint32_t positions = 0;    // of the whole prompt once it ran (images count their embeddings)
     tokenizer::TokenId next = tokenizer::no_token;  // sampled, runs in the next decode step
 
-    Active(Request r, RequestListener l, const Engine& engine)
-        : request(std::move(r)), listener(std::move(l)),
-          sampler(request.sampling, request.sampling.grammar ? engine.token_table() : nullptr),
-          stream(engine.tokenizer(), request.limits) {}
+    Active(Request&& r, RequestListener&& l, const Engine& engine)
+        : sampler(r.sampling, r.sampling.grammar ? engine.token_table() : nullptr), stream(engine.tokenizer(), r.limits),
+          request(std::move(r)), listener(std::move(l)) {}
 };
 
 Scheduler::Scheduler(Engine& engine, SchedulerOptions options)
@@ -87,11 +106,20 @@ bool Scheduler::submit(Request request, RequestListener listener) {
 void Scheduler::loop() {
     uint64_t admitted = 0;
     for (;;) {
-        std::vector<std::pair<Request, RequestListener>> arrivals;
+        std::vector<std::pair<Request, RequestListener>> arrivals, abandoned;
         {
             std::unique_lock lock(mutex_);
             wake_.wait(lock, [&] { return stopping_ || !queue_.empty() || n_active() > 0; });
             if (stopping_) break;
+            // A queued request whose client left never takes a sequence (nor builds its grammar).
+            for (auto it = queue_.begin(); it != queue_.end();) {
+                if (!is_cancelled(it->second)) {
+                    ++it;
+                    continue;
+                }
+                abandoned.push_back(std::move(*it));
+                it = queue_.erase(it);
+            }
             const size_t free = sequences_.size() - n_active();
             while (arrivals.size() < free && !queue_.empty()) {
                 arrivals.push_back(std::move(queue_.front()));
@@ -99,21 +127,31 @@ void Scheduler::loop() {
             }
             metrics_.queued = uint32_t(queue_.size());
         }
+        for (auto& [request, listener] : abandoned) end_waiting(request, listener, {.finish = FinishReason::Cancelled});
         for (auto& [request, listener] : arrivals) admit(std::move(request), std::move(listener), admitted++);
-        drop_cancelled();
-        prefill_step();
-        decode_step();
+        try {
+            drop_cancelled();
+            prefill_step();
+            decode_step();
+        } catch (const std::exception& error) {
+            // Each request's own work is guarded where it runs; what gets here is a step's bookkeeping
+            // (memory), which no request owns: the running ones end with it, the thread goes on.
+            for (auto& active : sequences_)
+                if (active) finish(*active, FinishReason::Stop, error.what());
+        }
         std::lock_guard lock(mutex_);
         metrics_.active = n_active();
         metrics_.cells_in_use = engine_.session().cells_in_use();
     }
     for (auto& active : sequences_)
         if (active) finish(*active, FinishReason::Interrupted);
-    std::lock_guard lock(mutex_);
-    for (auto& [request, listener] : queue_)
-        listener.on_done({.prompt_tokens = uint32_t(request.prompt.size()), .finish = FinishReason::Cancelled});
-    queue_.clear();
-    metrics_.queued = metrics_.active = 0;
+    std::deque<std::pair<Request, RequestListener>> queued;
+    {
+        std::lock_guard lock(mutex_);
+        queued.swap(queue_);
+        metrics_.queued = metrics_.active = 0;
+    }
+    for (auto& [request, listener] : queued) end_waiting(request, listener, {.finish = FinishReason::Cancelled});
 }
 
 uint32_t Scheduler::n_active() const {
@@ -138,23 +176,38 @@ void Scheduler::admit(Request request, RequestListener listener, uint64_t order)
     }
     // The last prompt token always runs: its logits give the first generated token.
     const uint32_t keep = request.images.empty() ? uint32_t(std::min(best_shared, request.prompt.size() - 1)) : 0;
-    auto active = std::make_unique<Active>(std::move(request), std::move(listener), engine_);
-    active->seq = best;
-    active->order = order;
+    std::unique_ptr<Active> admitted;
+    try {
+        admitted = std::make_unique<Active>(std::move(request), std::move(listener), engine_);
+    } catch (const Error& error) {  // its grammar, too ambiguous to start (Active moved nothing out yet)
+        return end_waiting(request, listener, {.error = error.what(), .invalid_request = true});
+    } catch (const std::exception& error) {
+        return end_waiting(request, listener, {.error = error.what()});
+    }
+    Active& active = *(sequences_[best] = std::move(admitted));
+    active.seq = best;
+    active.order = order;
     try {
         session.truncate(best, keep);
+        active.prompt_done = active.cached = session.n_past(best);
+        for (tokenizer::TokenId id : active.request.prompt) active.sampler.accept(id);
     } catch (const std::exception& error) {
-        sequences_[best] = std::move(active);
-        return finish(*sequences_[best], FinishReason::Stop, error.what());
+        finish(active, FinishReason::Stop, error.what());
     }
-    active->prompt_done = active->cached = session.n_past(best);
-    for (tokenizer::TokenId id : active->request.prompt) active->sampler.accept(id);
-    sequences_[best] = std::move(active);
+}
+
+void Scheduler::end_waiting(const Request& request, const RequestListener& listener, Completion completion) {
+    completion.prompt_tokens = uint32_t(request.prompt.size());
+    {
+        std::lock_guard lock(mutex_);
+        metrics_.requests_finished += 1;
+    }
+    notify([&] { listener.on_done(completion); });
 }
 
 void Scheduler::drop_cancelled() {
     for (auto& active : sequences_)
-        if (active && active->listener.cancelled && active->listener.cancelled()) finish(*active, FinishReason::Cancelled);
+        if (active && is_cancelled(active->listener)) finish(*active, FinishReason::Cancelled);
 }
 
 void Scheduler::prefill_step() {
@@ -229,37 +282,46 @@ void Scheduler::take_token(Active& active, std::span<const float> logits) {
         // The tokens the reply may still take: max_tokens, and the context's room (this one included).
         const model::Session& session = engine_.session();
         const uint32_t budget = std::min(active.stream.tokens_left(), session.n_ctx() - session.n_past(active.seq));
-        id = active.sampler.sample(logits, budget);  // a grammar that no token can continue throws
+        // Throws for a grammar that no token can continue, or too ambiguous to follow this far.
+        id = active.sampler.sample(logits, budget);
+    } catch (const Error& error) {
+        return finish(active, FinishReason::Stop, error.what(), /*invalid_request=*/true);
     } catch (const std::exception& error) {
         return finish(active, FinishReason::Stop, error.what());
     }
-    const uint32_t before = active.stream.n_tokens();
-    const std::string text = active.stream.push(id);
-    if (active.stream.n_tokens() > before && active.request.sampling.top_logprobs >= 0 && active.listener.on_logprobs)
-        active.listener.on_logprobs(active.sampler.logprobs());
-    const bool listening = text.empty() || active.listener.on_text(text);
-    if (active.stream.finish_reason()) return finish(active, *active.stream.finish_reason());
-    if (!listening) return finish(active, FinishReason::Cancelled);
-    // The token needs a cell to run: with the context full, the prompt and reply fill it exactly.
-    if (engine_.session().n_past(active.seq) + 1 >= engine_.session().n_ctx()) return finish(active, FinishReason::Context);
-    active.next = id;
+    try {
+        const uint32_t before = active.stream.n_tokens();
+        const std::string text = active.stream.push(id);
+        if (active.stream.n_tokens() > before && active.request.sampling.top_logprobs >= 0 && active.listener.on_logprobs)
+            active.listener.on_logprobs(active.sampler.logprobs());
+        const bool listening = text.empty() || active.listener.on_text(text);
+        if (active.stream.finish_reason()) return finish(active, *active.stream.finish_reason());
+        if (!listening) return finish(active, FinishReason::Cancelled);
+        // The token needs a cell to run: with the context full, the prompt and reply fill it exactly.
+        if (engine_.session().n_past(active.seq) + 1 >= engine_.session().n_ctx()) return finish(active, FinishReason::Context);
+        active.next = id;
+    } catch (const std::exception& error) {
+        finish(active, FinishReason::Stop, error.what());
+    }
 }
 
-void Scheduler::finish(Active& active, FinishReason reason, std::string error) {
-    const std::string rest = active.stream.finish(reason);
-    if (!rest.empty() && reason != FinishReason::Cancelled) active.listener.on_text(rest);
+void Scheduler::finish(Active& active, FinishReason reason, std::string error, bool invalid_request) {
+    std::string rest;
+    notify([&] { rest = active.stream.finish(reason); });
+    if (!rest.empty() && reason != FinishReason::Cancelled) notify([&] { active.listener.on_text(rest); });
     const Completion completion{.prompt_tokens = std::max(active.positions, uint32_t(active.request.prompt.size())),
                                 .cached_tokens = active.cached,
                                 .completion_tokens = active.stream.n_tokens(),
-                                .finish = *active.stream.finish_reason(),
-                                .error = std::move(error)};
+                                .finish = active.stream.finish_reason().value_or(reason),
+                                .error = std::move(error),
+                                .invalid_request = invalid_request};
     {
         std::lock_guard lock(mutex_);
         metrics_.requests_finished += 1;
         metrics_.cached_prompt_tokens += active.cached;
         metrics_.generated_tokens += completion.completion_tokens;
     }
-    active.listener.on_done(completion);
+    notify([&] { active.listener.on_done(completion); });
     sequences_[active.seq].reset();
 }
 

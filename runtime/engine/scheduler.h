@@ -8,7 +8,9 @@
 //   3. run one decode step for every sequence that is generating: one replayed graph for all of
 //      them (the weights are read once per step), then sample each sequence's next token.
 // A request whose listener returns false (a client gone) is dropped before the next step and its
-// sequence freed; its cells stay for a later prompt that shares them. A reply ends at the latest when
+// sequence freed, or taken out of the queue; its cells stay for a later prompt that shares them.
+// Whatever one request's admission, sampling or listener throws ends that request alone, with
+// Completion::error; the others' steps go on. A reply ends at the latest when
 // prompt and reply together fill the sequence's context (FinishReason::Context).
 #include <atomic>
 #include <condition_variable>
@@ -43,7 +45,10 @@ struct Completion {
     uint32_t cached_tokens = 0;  // prompt tokens whose cells were reused rather than computed
     uint32_t completion_tokens = 0;
     FinishReason finish = FinishReason::Stop;
-    std::string error;  // set when the request failed on the device (its text so far was sent)
+    std::string error;  // set when the request failed (its text so far was sent)
+    // The error is the request's own mistake, not the server's: its grammar too ambiguous to follow,
+    // or one that no token can continue (logit_bias banning what could). A client's 4xx, not a 500.
+    bool invalid_request = false;
 };
 
 // Called on the scheduler's thread, so they must be quick: hand the text to another thread.
@@ -79,8 +84,8 @@ public:
     // Queues a request; false when the queue is full. Throws vkllm::Error, before queuing, when the
     // prompt is empty, holds a token outside the vocabulary, leaves no room in a sequence's context
     // for a generated token, has images and the engine no encoder, or sampling parameters out of
-    // range (sampling::validate), and once the scheduler stops. A request whose grammar no token can
-    // continue ends with Completion::error saying so.
+    // range (sampling::validate), and once the scheduler stops. A request whose grammar is too
+    // ambiguous or no token can continue ends with Completion::error saying so (invalid_request).
     bool submit(Request request, RequestListener listener);
     // Ends every request and the thread: running ones as interrupted (their text so far sent), queued
     // ones as cancelled. submit refuses from then on.
@@ -95,13 +100,15 @@ private:
     uint32_t n_active() const;  // sequences holding a request
     // Places a request in the free sequence that best serves it (scheduler thread, like the rest).
     void admit(Request request, RequestListener listener, uint64_t order);
+    // Ends a request that holds no sequence: cancelled in the queue, or refused at admission.
+    void end_waiting(const Request& request, const RequestListener& listener, Completion completion);
     void drop_cancelled();
     void prefill_step();
     void decode_step();
     // Samples the next token from logits and streams it, or ends the request.
     void take_token(Active& active, std::span<const float> logits);
-    // Ends a sequence's request and frees the sequence.
-    void finish(Active& active, FinishReason reason, std::string error = {});
+    // Ends a sequence's request and frees the sequence; throws nothing.
+    void finish(Active& active, FinishReason reason, std::string error = {}, bool invalid_request = false);
 
     Engine& engine_;
     SchedulerOptions options_;

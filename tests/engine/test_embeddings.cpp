@@ -1,7 +1,7 @@
 // Embeddings (engine/embeddings.h): a BERT of random weights, written by `vkllm synth --arch bert`
 // with llama.cpp's bge WordPiece vocabulary, against llama.cpp's embeddings of the same texts on the
 // same file (tests/data/bert_embeddings, made by tools/peer-embeddings); and pooled hidden states of
-// the bundled decoder model, checked through its own output head.
+// the bundled decoder model, checked through its own output head; a run stopped between inputs.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -257,6 +257,23 @@ TEST_CASE("pooled embeddings of a decoder model are deterministic, normalized an
     CHECK(std::fabs(length(mean_vector) - 1.0) < 1e-6);
     CHECK(cosine(mean_vector, last.embed(Inputs{story})[0]) < 0.9999);
     CHECK(engine.session().n_past(0) == 0);  // embed leaves its sequence empty
+}
+
+TEST_CASE("embedding stops before the next input once asked, with the vectors done so far") {
+    Engine engine({.model_path = stories_path(), .n_ctx = 64});
+    Embedder embedder(engine);
+    const Inputs inputs = {embedder.tokenize("Once upon a time"), embedder.tokenize("The little dog"),
+                           embedder.tokenize("Lily"), embedder.tokenize("She was happy.")};
+    const auto all = embedder.embed(inputs);
+    int asked = 0;
+    const auto first_two = embedder.embed(inputs, [&] { return ++asked > 2; });
+    CHECK(asked == 3);
+    REQUIRE(first_two.size() == 2);
+    CHECK(first_two[0] == all[0]);
+    CHECK(first_two[1] == all[1]);
+    CHECK(engine.session().n_past(0) == 0);  // the sequence is left empty, as after a whole run
+    CHECK(embedder.embed(inputs, [] { return true; }).empty());
+    CHECK(embedder.embed(inputs, [] { return false; }) == all);
 }
 
 }  // namespace vkllm::engine

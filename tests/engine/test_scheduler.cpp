@@ -1,16 +1,19 @@
 // Continuous batching against one sequence alone: greedy requests run together (1, 4 and 8 at once,
 // prompts of different lengths, prefill chunks interleaved with decode steps) give exactly the text
 // each gives alone through generate() (what `vkllm run --temp 0` runs), for stories260K and an F32
-// fixture of every family; a queue beyond the free sequences, cancelled requests, and prompt
-// prefixes reused from an earlier request.
+// fixture of every family; a queue beyond the free sequences, cancelled requests (running or queued),
+// one request's grammar or listener failing alone, and prompt prefixes reused from an earlier request.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <regex>
+
+#include <fmt/format.h>
 
 #include "engine/media.h"
 #include "engine/scheduler.h"
@@ -218,7 +221,72 @@ TEST_CASE("a request's grammar constrains its reply alone; its logprobs come per
     REQUIRE(scheduler.submit({prompt, dead, limits()}, failed.listener(0)));
     failed.wait();
     CHECK(failed.done[0]->error.starts_with("sampling: no token the grammar allows here has a finite logit"));
+    CHECK(failed.done[0]->invalid_request);
     CHECK(failed.texts[0].empty());
+}
+
+TEST_CASE("what one request's grammar or listener throws ends that request alone; the others' text is unchanged") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine batched({.model_path = stories.string(), .n_ctx = 128, .n_seq = 4});
+    const std::vector<int32_t> prompt = batched.tokenizer().tokenize("Once upon a time", true, false);
+    Scheduler scheduler(batched);
+    // 13 rules of two alternatives each, both opening with the next rule: 2^13 stacks before the first
+    // character, past the matcher's 4096. The text is small and parses; the matcher refuses it when
+    // the request is admitted.
+    std::string ambiguous = "root ::= r0\n";
+    for (int i = 0; i < 13; ++i) ambiguous += fmt::format("r{0} ::= r{1} \"a\" | r{1} \"b\"\n", i, i + 1);
+    ambiguous += "r13 ::= \"c\"\n";
+    sampling::SamplerParams admission{.temperature = 0};
+    admission.grammar = sampling::Grammar::parse(ambiguous);
+    // Every token banned: the grammar finds nothing to take at the first token.
+    sampling::SamplerParams first_token{.temperature = 0};
+    first_token.grammar = sampling::Grammar::parse("root ::= [a-z]+");
+    for (int32_t id = 0; id < int32_t(batched.info().n_vocab); ++id) first_token.logit_bias.emplace_back(id, -100.0f);
+    Results results(4);
+    RequestListener throwing = results.listener(2);
+    throwing.on_text = [](std::string_view) -> bool { throw std::runtime_error("the listener broke"); };
+    REQUIRE(scheduler.submit({prompt, greedy(), limits()}, results.listener(0)));
+    REQUIRE(scheduler.submit({prompt, admission, limits()}, results.listener(1)));
+    REQUIRE(scheduler.submit({prompt, greedy(), limits()}, throwing));
+    REQUIRE(scheduler.submit({prompt, first_token, limits()}, results.listener(3)));
+    results.wait();
+    Engine single({.model_path = stories.string(), .n_ctx = 128});
+    CHECK(results.texts[0] == alone(single, prompt));
+    CHECK(results.done[0]->error.empty());
+    CHECK(results.done[1]->error.starts_with("the grammar is too ambiguous"));
+    CHECK(results.done[1]->invalid_request);
+    CHECK(results.done[2]->error == "the listener broke");
+    CHECK_FALSE(results.done[2]->invalid_request);
+    CHECK(results.done[3]->error.starts_with("sampling: no token the grammar allows here"));
+    CHECK(results.done[3]->invalid_request);
+    // The scheduler goes on serving.
+    Results after(1);
+    REQUIRE(scheduler.submit({prompt, greedy(), limits()}, after.listener(0)));
+    after.wait();
+    CHECK(after.texts[0] == results.texts[0]);
+}
+
+TEST_CASE("a queued request whose client left ends at once, without waiting for a sequence") {
+    const fs::path stories = fs::path(VKLLM_SOURCE_DIR) / "models/stories260K.gguf";
+    Engine batched({.model_path = stories.string(), .n_ctx = 256, .n_seq = 1});
+    const std::vector<int32_t> prompt = batched.tokenizer().tokenize("Once upon a time", true, false);
+    Scheduler scheduler(batched);
+    Results results(2);
+    std::atomic<bool> first_gone{false}, second_gone{false};
+    REQUIRE(scheduler.submit({prompt, greedy(), {.ignore_eos = true}}, results.listener(0, [&] { return first_gone.load(); })));
+    REQUIRE(scheduler.submit({prompt, greedy(), limits()}, results.listener(1, [&] { return second_gone.load(); })));
+    second_gone = true;
+    {
+        std::unique_lock lock(results.mutex);
+        REQUIRE(results.done_changed.wait_for(lock, std::chrono::minutes(1), [&] { return results.done[1].has_value(); }));
+        CHECK_FALSE(results.done[0].has_value());  // the running one still holds the only sequence
+    }
+    CHECK(results.done[1]->finish == FinishReason::Cancelled);
+    CHECK(results.done[1]->completion_tokens == 0);
+    first_gone = true;
+    results.wait();
+    CHECK(results.done[0]->finish == FinishReason::Cancelled);
+    CHECK(scheduler.metrics().queued == 0);
 }
 
 TEST_CASE("the scheduler refuses prompts it cannot run, before queuing them") {
