@@ -1,12 +1,12 @@
 // vkllm template -m MODEL --messages FILE.json [--date YYYY-MM-DD] [--no-generation-prompt]:
 // the prompt a model's chat template makes of a conversation, printed byte for byte.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "chat/prompt.h"
 #include "commands.h"
 #include "core/error.h"
+#include "core/file.h"
+#include "core/json.h"
 #include "options.h"
 
 namespace vkllm::cli {
@@ -36,14 +36,7 @@ int chat_template(Args args) {
     const bool add_generation_prompt = !no_generation_prompt;
     if (!date.empty() && !is_date(date)) fail("--date {}: expected YYYY-MM-DD", date);
 
-    std::ifstream file(messages_path, std::ios::binary);
-    if (!file) fail("{}: cannot open", messages_path);
-    nlohmann::ordered_json input;
-    try {
-        input = nlohmann::ordered_json::parse(file);
-    } catch (const nlohmann::json::exception& error) {
-        fail("{}: not JSON: {}", messages_path, error.what());
-    }
+    nlohmann::ordered_json input = parse_json(read_text_file(messages_path, "messages file"), messages_path);
     // Either the messages array itself, or {"messages": [...], "tools": [...], ...}.
     nlohmann::ordered_json extra = nlohmann::ordered_json::object();
     if (input.is_object()) {

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "vision/prompt.h"
 
 namespace vkllm::server {
@@ -146,7 +147,15 @@ json tool_calls_of(const json& calls, const std::string& field) {
             throw bad_field(call_field, "must be {\"id\", \"type\": \"function\", \"function\": {\"name\", \"arguments\"}}");
         const json& function = member(call, "function");
         const std::string arguments = string_field(function, "arguments", call_field + ".function");
-        if (!json::parse(arguments, nullptr, false).is_object()) throw bad_field(call_field + ".function.arguments", "must be a JSON object, as text");
+        const std::string arguments_field = call_field + ".function.arguments";
+        // Parsed once here with the body's depth bound, so the templates' copies of it cannot recurse deep.
+        json parsed;
+        try {
+            parsed = parse_json(arguments, fmt::format("'{}'", arguments_field));
+        } catch (const Error& error) {
+            throw ApiError(400, error.what(), "invalid_request_error", "invalid_value", arguments_field);
+        }
+        if (!parsed.is_object()) throw bad_field(arguments_field, "must be a JSON object, as text");
         checked.push_back({{"id", string_field(call, "id", call_field)},
                            {"type", "function"},
                            {"function", {{"name", string_field(function, "name", call_field + ".function")}, {"arguments", arguments}}}});
@@ -328,24 +337,14 @@ void parse_prompt(const json& body, const ParseLimits& limits, CompletionRequest
         throw prompt_too_long("prompt", fmt::format("{} bytes", request.prompt.size()), limits.n_ctx);
 }
 
-// The body as JSON, refused past max_json_depth before the tree gets that deep.
-json parse_json(const std::string& text) {
-    const json::parser_callback_t bounded = [](int depth, json::parse_event_t, json&) {
-        if (depth > max_json_depth) throw ApiError(400, fmt::format("the request body nests JSON deeper than {} levels", max_json_depth),
-                                                   "invalid_request_error", "invalid_json");
-        return true;
-    };
-    try {
-        return json::parse(text, bounded);
-    } catch (const json::exception& error) {  // a syntax error, or a number past a double's range
-        throw ApiError(400, fmt::format("the request body is not valid JSON ({})", error.what()), "invalid_request_error",
-                       "invalid_json");
-    }
-}
-
-// A request's body: a JSON object.
+// A request's body: a JSON object, refused past max_json_depth before the tree gets that deep.
 json parse_body(const std::string& text) {
-    json body = parse_json(text);
+    json body;
+    try {
+        body = parse_json(text, "the request body");
+    } catch (const Error& error) {
+        throw ApiError(400, error.what(), "invalid_request_error", "invalid_json");
+    }
     if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "invalid_request_error", "invalid_json");
     return body;
 }

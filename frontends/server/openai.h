@@ -66,10 +66,6 @@ struct ParseLimits {
     uint32_t n_vocab = UINT32_MAX;  // logit_bias on a token id from here on is refused
 };
 
-// JSON nested deeper than this is refused before any tree of it is built (a deep tree's copy and
-// comparison recurse once per level).
-constexpr int max_json_depth = 64;
-
 // Throws ApiError (400) naming the field that is missing, of the wrong type or out of range.
 CompletionRequest parse_request(Endpoint endpoint, const std::string& body, const ParseLimits& limits = {});
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "core/text.h"
 #include "sampling/json_schema.h"
 
@@ -49,9 +50,9 @@ std::optional<std::pair<json, size_t>> json_at(std::string_view text, size_t sta
     if (start >= text.size() || (text[start] != '{' && text[start] != '[')) return std::nullopt;
     const std::optional<size_t> end = json_end(text, start);
     if (!end) return std::nullopt;
-    json value = json::parse(text.substr(start, *end - start), nullptr, false);
-    if (value.is_discarded()) return std::nullopt;
-    return std::pair{std::move(value), *end};
+    std::optional<json> value = try_parse_json(text.substr(start, *end - start));
+    if (!value) return std::nullopt;
+    return std::pair{std::move(*value), *end};
 }
 
 size_t skip_space(std::string_view text, size_t at) {
@@ -72,7 +73,7 @@ std::optional<ToolCall> call_of(const json& object) {
     for (const char* key : {"arguments", "parameters"})
         if (object.contains(key)) arguments = &object[key];
     json parsed = json::object();
-    if (arguments && arguments->is_string()) parsed = json::parse(arguments->get<std::string>(), nullptr, false);
+    if (arguments && arguments->is_string()) parsed = try_parse_json(arguments->get<std::string>()).value_or(json());
     else if (arguments) parsed = *arguments;
     if (!parsed.is_object()) return std::nullopt;
     return ToolCall{object["name"].get<std::string>(), parsed.dump(-1, ' ', false, json::error_handler_t::replace)};
@@ -175,8 +176,8 @@ json with_object_arguments(const json& message) {
         if (!call.is_object() || !call.contains("function") || !call["function"].is_object()) continue;
         json& function = call["function"];
         if (function.contains("arguments") && function["arguments"].is_string()) {
-            json parsed = json::parse(function["arguments"].get<std::string>(), nullptr, false);
-            if (parsed.is_object()) function["arguments"] = std::move(parsed);
+            std::optional<json> parsed = try_parse_json(function["arguments"].get<std::string>());
+            if (parsed && parsed->is_object()) function["arguments"] = std::move(*parsed);
         }
     }
     return copy;

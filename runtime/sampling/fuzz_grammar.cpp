@@ -1,8 +1,9 @@
 // libFuzzer entry for the GBNF parser and the grammar matcher (built with -DVKLLM_FUZZ=ON and clang;
 // run by scripts/fuzz). The input is a grammar, optionally followed by a NUL byte and text (up to 256
-// bytes of it): the grammar must parse or throw vkllm::Error; a parsed one then takes the text byte by
-// byte and masks a small vocabulary at each step, where a vkllm::Error (too ambiguous) is the only
-// exception allowed.
+// bytes of it): the grammar must parse or throw vkllm::Error (its parse-time limits: ways open at
+// once, expansions before a character, a root that never finishes); a parsed one then takes the text
+// byte by byte and masks a small vocabulary at each step, where a ConstraintError (too ambiguous, as
+// only generation shows) is the only exception allowed.
 #include <cstddef>
 #include <cstdint>
 #include <string_view>
@@ -48,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             if (!matcher.accept_text(std::string_view(&byte, 1))) break;
         }
         (void)matcher.can_end();
-    } catch (const vkllm::Error&) {
+    } catch (const ConstraintError&) {
     }
     return 0;
 }

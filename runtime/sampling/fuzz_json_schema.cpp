@@ -1,7 +1,10 @@
 // libFuzzer entry for the JSON Schema converter (built with -DVKLLM_FUZZ=ON and clang; run by
 // scripts/fuzz). Any JSON must convert or throw vkllm::Error, and what converts must be GBNF the
 // parser takes: only its limits (size, left recursion from a schema that refers to itself before any
-// text) may refuse it. A crash, a sanitizer report, a hang or a syntax error is a bug.
+// text, more ways open at once than the matcher follows, a root no finite document matches) may
+// refuse it. A crash, a sanitizer report, a hang or a syntax error is a bug. The seeds hold schemas
+// at and past those limits (a $ref to itself, an object requiring itself, a wide enum, 4,500
+// optional properties).
 #include <cstddef>
 #include <cstdint>
 #include <string_view>

@@ -1,6 +1,7 @@
 #include "sampling/grammar.h"
 
 #include <algorithm>
+#include <queue>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -111,8 +112,10 @@ private:
     void count_symbols(uint64_t n, size_t pos);
 
     void check_defined() const;
-    void check_left_recursion() const;
-    std::shared_ptr<const Grammar> compile(uint32_t root) const;
+    std::vector<uint32_t> shortest_lengths() const;
+    std::vector<uint32_t> check_left_recursion(const std::vector<uint32_t>& length) const;
+    void check_expansion(const std::vector<uint32_t>& length, const std::vector<uint32_t>& leftmost_order) const;
+    std::shared_ptr<const Grammar> compile(uint32_t root, const std::vector<uint32_t>& length) const;
 
     std::string_view text_;
     size_t pos_ = 0;
@@ -431,34 +434,76 @@ void GbnfParser::check_defined() const {
     fail_at(missing->used_at, "rule '{}' is used but never defined", missing->name);
 }
 
-// Rules that can reach themselves before matching a character would expand forever; llama.cpp
-// refuses them too (llama_grammar_detect_left_recursion). Nullable rules are found to a fixed point.
-void GbnfParser::check_left_recursion() const {
+namespace {
+
+uint32_t add_lengths(uint32_t a, uint32_t b) { return a >= Grammar::none_shorter - b ? Grammar::none_shorter : a + b; }
+
+}  // namespace
+
+// Each rule's fewest code points (none_shorter where nothing finishes it): Knuth's generalization of
+// Dijkstra's algorithm, each rule settled once in order of length. Relaxing every rule to a fixed
+// point would be quadratic on a chain of rules written callee-last ("r1 ::= "a" r2", "r2 ::= ...").
+std::vector<uint32_t> GbnfParser::shortest_lengths() const {
     const size_t n = rules_.size();
-    std::vector<bool> nullable(n);
-    for (bool changed = true; changed;) {
-        changed = false;
-        for (size_t r = 0; r < n; ++r) {
-            if (nullable[r]) continue;
-            for (const Sequence& alternative : rules_[r].alternatives)
-                if (std::ranges::all_of(alternative, [&](Symbol s) { return s.kind == Grammar::Kind::Rule && nullable[s.value]; })) {
-                    nullable[r] = changed = true;
-                    break;
+    struct Alternative {
+        uint32_t rule;
+        uint32_t length;     // of its characters and settled rules so far
+        uint32_t unsettled;  // references to rules not settled yet
+    };
+    std::vector<Alternative> alternatives;
+    std::vector<std::vector<uint32_t>> referrers(n);  // per rule: the alternatives referring to it, once per reference
+    using Candidate = std::pair<uint32_t, uint32_t>;  // a length, a rule
+    std::priority_queue<Candidate, std::vector<Candidate>, std::greater<>> queue;
+    for (uint32_t r = 0; r < n; ++r)
+        for (const Sequence& sequence : rules_[r].alternatives) {
+            Alternative alternative{r, 0, 0};
+            for (Symbol s : sequence) {
+                if (s.kind == Grammar::Kind::Chars) {
+                    alternative.length = add_lengths(alternative.length, 1);
+                } else {
+                    ++alternative.unsettled;
+                    referrers[s.value].push_back(uint32_t(alternatives.size()));
                 }
+            }
+            if (alternative.unsettled == 0) queue.emplace(alternative.length, r);
+            alternatives.push_back(alternative);
+        }
+    std::vector<uint32_t> length(n, Grammar::none_shorter);
+    std::vector<bool> settled(n);
+    while (!queue.empty()) {
+        const auto [shortest, rule] = queue.top();
+        queue.pop();
+        if (settled[rule]) continue;
+        settled[rule] = true;
+        length[rule] = shortest;
+        for (uint32_t index : referrers[rule]) {
+            Alternative& alternative = alternatives[index];
+            alternative.length = add_lengths(alternative.length, shortest);
+            if (--alternative.unsettled == 0 && !settled[alternative.rule]) queue.emplace(alternative.length, alternative.rule);
         }
     }
+    return length;
+}
+
+// Rules that can reach themselves before matching a character would expand forever; llama.cpp
+// refuses them too (llama_grammar_detect_left_recursion). Returns the rules in an order where each
+// comes after those it may begin with (a post-order of that graph), for check_expansion.
+std::vector<uint32_t> GbnfParser::check_left_recursion(const std::vector<uint32_t>& length) const {
+    const size_t n = rules_.size();
     std::vector<std::vector<uint32_t>> leftmost(n);
     for (size_t r = 0; r < n; ++r)
         for (const Sequence& alternative : rules_[r].alternatives)
             for (Symbol s : alternative) {
                 if (s.kind != Grammar::Kind::Rule) break;
                 leftmost[r].push_back(s.value);
-                if (!nullable[s.value]) break;
+                if (length[s.value] != 0) break;  // not nullable: nothing after it can come first
             }
     // Iterative depth-first search: helper chains of a long repetition are deeper than a call stack.
     enum : uint8_t { unseen, active, done };
     std::vector<uint8_t> state(n, unseen);
     std::vector<std::pair<uint32_t, size_t>> path;
+    std::vector<uint32_t> finished;
+    finished.reserve(n);
     for (uint32_t start = 0; start < n; ++start) {
         if (state[start] != unseen) continue;
         path.emplace_back(start, 0);
@@ -467,6 +512,7 @@ void GbnfParser::check_left_recursion() const {
             auto& [rule, next] = path.back();
             if (next == leftmost[rule].size()) {
                 state[rule] = done;
+                finished.push_back(rule);
                 path.pop_back();
                 continue;
             }
@@ -483,9 +529,75 @@ void GbnfParser::check_left_recursion() const {
             }
         }
     }
+    return finished;
 }
 
-std::shared_ptr<const Grammar> GbnfParser::compile(uint32_t root) const {
+// What the matcher does where a rule stands next (GrammarMatcher::expand): one open stack per way a
+// character may come next, reached through the rules that begin it. Counted here for every position
+// of the grammar, so that a grammar whose expansion would pass the matcher's limits (an alternation
+// of 8,000, `"a"?` written 70,000 times, ("a"{0,n}){0,n}, rules nested 100,000 deep before their
+// first character) is refused when it is parsed, in time linear in its size, not on the first token.
+void GbnfParser::check_expansion(const std::vector<uint32_t>& length, const std::vector<uint32_t>& leftmost_order) const {
+    struct Cost {
+        uint64_t ways = 0, steps = 0;  // open stacks; rule and character nodes visited
+    };
+    constexpr uint64_t cap = uint64_t(1) << 40;  // sums saturate here: nested alternations multiply
+    const auto add = [&](Cost a, Cost b) { return Cost{std::min(cap, a.ways + b.ways), std::min(cap, a.steps + b.steps)}; };
+    const Cost character{1, 1};
+    std::vector<Cost> rule_cost(rules_.size());
+    const auto refuse = [&](uint32_t rule, Cost cost) {
+        const std::string& name = rules_[rules_[rule].origin].name;
+        if (cost.ways > Grammar::max_ways)
+            throw Error(fmt::format("grammar: rule '{}' may go on in more than {} ways at once (an alternation, enum or run of "
+                                    "optional items this wide), more than the grammar engine follows",
+                                    name, Grammar::max_ways));
+        if (cost.steps > Grammar::max_expansion_steps)
+            throw Error(fmt::format("grammar: rule '{}' takes more than {} rule expansions to reach a character (rules nested "
+                                    "that deep before their first character), more than the grammar engine follows",
+                                    name, Grammar::max_expansion_steps));
+    };
+    // A rule's own expansion: its alternatives' leading characters through the rules they begin with,
+    // which come earlier in leftmost_order. An alternative that may be empty is a step back to the
+    // caller's continuation, which is one way however many lead there (counted where it stands, and
+    // once more here, where the rule is checked alone).
+    for (uint32_t r : leftmost_order) {
+        Cost cost{0, 1};
+        for (const Sequence& alternative : rules_[r].alternatives) {
+            bool reaches_end = true;
+            for (Symbol s : alternative) {
+                if (s.kind == Grammar::Kind::Chars) {
+                    cost = add(cost, character);
+                    reaches_end = false;
+                    break;
+                }
+                cost = add(cost, rule_cost[s.value]);
+                if (length[s.value] != 0) {
+                    reaches_end = false;
+                    break;
+                }
+            }
+            if (reaches_end) cost = add(cost, Cost{0, 1});
+        }
+        refuse(r, add(cost, length[r] == 0 ? Cost{1, 0} : Cost{}));
+        rule_cost[r] = cost;
+    }
+    // Each position's: the rule there, and what follows while everything before may be empty.
+    for (uint32_t r = 0; r < rules_.size(); ++r)
+        for (const Sequence& alternative : rules_[r].alternatives) {
+            Cost from_here;  // the alternative's end: the caller's continuation, counted where it stands
+            for (size_t i = alternative.size(); i-- > 0;) {
+                const Symbol s = alternative[i];
+                if (s.kind == Grammar::Kind::Chars) from_here = character;
+                else from_here = add(rule_cost[s.value], length[s.value] == 0 ? from_here : Cost{});
+                refuse(r, from_here);
+            }
+        }
+}
+
+std::shared_ptr<const Grammar> GbnfParser::compile(uint32_t root, const std::vector<uint32_t>& length) const {
+    if (length[root] == Grammar::none_shorter)
+        throw Error(fmt::format("grammar: rule '{}' can never finish: each of its alternatives needs a rule that needs it again, "
+                                "so no text matches it", rules_[root].name));
     std::shared_ptr<Grammar> grammar(new Grammar());
     grammar->elements_.reserve(size_t(n_symbols_));
     for (const Rule& rule : rules_) {
@@ -500,35 +612,12 @@ std::shared_ptr<const Grammar> GbnfParser::compile(uint32_t root) const {
     grammar->rule_alternatives_.push_back(uint32_t(grammar->alternative_starts_.size()));
     grammar->char_sets_ = char_sets_;
     grammar->root_ = root;
-    grammar->measure_lengths();
+    grammar->measure_rest(length);
     return grammar;
 }
 
-namespace {
-
-uint32_t add_lengths(uint32_t a, uint32_t b) { return a >= Grammar::none_shorter - b ? Grammar::none_shorter : a + b; }
-
-}  // namespace
-
-// Each rule's shortest match, by relaxing every alternative until nothing shortens (a rule's length
-// only ever falls, so this ends), then each position's shortest finish of its alternative.
-void Grammar::measure_lengths() {
-    std::vector<uint32_t> rule_length(rule_names_.size(), none_shorter);
-    const auto length_from = [&](uint32_t position) {
-        uint32_t length = 0;
-        for (; elements_[position].kind != Kind::End; ++position)
-            length = add_lengths(length, elements_[position].kind == Kind::Chars ? 1 : rule_length[elements_[position].value]);
-        return length;
-    };
-    for (bool shortened = true; shortened;) {
-        shortened = false;
-        for (uint32_t rule = 0; rule < rule_length.size(); ++rule)
-            for (uint32_t start : alternatives(rule))
-                if (const uint32_t length = length_from(start); length < rule_length[rule]) {
-                    rule_length[rule] = length;
-                    shortened = true;
-                }
-    }
+// Each position's shortest finish of its alternative, from the rules' shortest matches.
+void Grammar::measure_rest(const std::vector<uint32_t>& rule_length) {
     rest_length_.assign(elements_.size(), 0);
     for (size_t i = elements_.size(); i-- > 0;) {
         const Element& element = elements_[i];
@@ -547,8 +636,9 @@ std::shared_ptr<const Grammar> GbnfParser::parse(std::string_view root_rule) {
     check_defined();
     const auto root = rule_ids_.find(std::string(root_rule));
     if (root == rule_ids_.end()) throw Error(fmt::format("grammar: there is no '{}' rule to start from", root_rule));
-    check_left_recursion();
-    return compile(root->second);
+    const std::vector<uint32_t> length = shortest_lengths();
+    check_expansion(length, check_left_recursion(length));
+    return compile(root->second, length);
 }
 
 std::shared_ptr<const Grammar> Grammar::parse(std::string_view text, std::string_view root_rule) {

@@ -4,8 +4,9 @@
 // `.` (any character), the escapes \xHH \uHHHH \UHHHHHHHH \t \n \r \\ \" \[ \] \-, `#` comments, and
 // `root` as the start rule. Parsed once into an immutable, flat form that GrammarMatcher walks:
 // repetitions become helper rules as llama.cpp rewrites them (S{2,4} -> S S S', S' ::= S S'' | ...).
-// Token references (<...>) are refused. Malformed, undefined, left-recursive or oversized grammars
-// fail with one sentence naming the line, column and rule.
+// Token references (<...>) are refused. Malformed, undefined, left-recursive, oversized or too
+// ambiguous grammars, and those whose root never finishes, fail with one sentence naming the line,
+// column or rule. Parsing and its checks take time linear in the grammar's size.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -14,7 +15,18 @@
 #include <utility>
 #include <vector>
 
+#include "core/error.h"
+
 namespace vkllm::sampling {
+
+// A grammar that cannot go on while generating: more ambiguous than GrammarMatcher follows (past
+// what the parse-time checks can see), or no token it allows is left to pick (logit_bias banned
+// them all). It comes from the request's grammar, schema or tools: the client's mistake, answered
+// as one (a 4xx before the first token, an error event after it), not as the server's.
+class ConstraintError : public Error {
+public:
+    using Error::Error;
+};
 
 constexpr uint32_t max_code_point = 0x10FFFF;
 
@@ -40,11 +52,15 @@ private:
 class Grammar {
 public:
     // Limits against hostile input: the text, the elements after expanding repetitions, one
-    // repetition's count, and how deeply groups nest.
+    // repetition's count, and how deeply groups nest; then, checked for every place of the parsed
+    // grammar, the ways a character may come next there (the stacks GrammarMatcher opens) and the
+    // rule expansions that reach them (GrammarLimits' defaults, so that what parses also runs).
     static constexpr size_t max_text_bytes = 4u << 20;
     static constexpr size_t max_elements = 4u << 20;
     static constexpr uint64_t max_repetitions = 100000;
     static constexpr int max_nesting = 200;
+    static constexpr size_t max_ways = 4096;
+    static constexpr size_t max_expansion_steps = 1u << 16;
 
     // Throws vkllm::Error, e.g. "grammar line 3, column 9 (rule 'item'): expected ')' to close the
     // group opened at line 3, column 2".
@@ -87,7 +103,7 @@ private:
     std::vector<uint32_t> rest_length_;  // by position
     uint32_t root_ = 0;
 
-    void measure_lengths();
+    void measure_rest(const std::vector<uint32_t>& rule_length);
 };
 
 }  // namespace vkllm::sampling

@@ -9,6 +9,12 @@
 namespace vkllm::sampling {
 namespace {
 
+// A grammar whose ambiguity a state shows only while generating (parse-time checks see one expansion).
+template <class... Args>
+[[noreturn]] void too_ambiguous(fmt::format_string<Args...> what, Args&&... args) {
+    throw ConstraintError("the grammar is too ambiguous: " + fmt::format(what, std::forward<Args>(args)...));
+}
+
 void sort_unique(std::vector<uint32_t>& ids) {
     std::ranges::sort(ids);
     ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
@@ -32,9 +38,9 @@ void GrammarMatcher::reset() {
 
 void GrammarMatcher::count_work(size_t step_work) const {
     if (step_work > limits_.step_work)
-        fail("the grammar is too ambiguous: one character takes more than {} stack steps", limits_.step_work);
+        too_ambiguous("one character takes more than {} stack steps", limits_.step_work);
     if (work_ > limits_.call_work)
-        fail("the grammar is too ambiguous: one token or mask takes more than {} stack steps", limits_.call_work);
+        too_ambiguous("one token or mask takes more than {} stack steps", limits_.call_work);
 }
 
 uint32_t* GrammarMatcher::NodeIndex::find_or_add(uint64_t key, uint32_t id) {
@@ -109,7 +115,7 @@ void GrammarMatcher::expand(uint32_t stack, std::vector<uint32_t>& out) {
         for (uint32_t start : grammar_->alternatives(top.value))
             expand_todo_.push_back(grammar_->element(start).kind == Grammar::Kind::End ? rest : intern(start, rest));
     }
-    if (out.size() > limits_.stacks) fail("the grammar is too ambiguous: more than {} ways to go on at once", limits_.stacks);
+    if (out.size() > limits_.stacks) too_ambiguous("more than {} ways to go on at once", limits_.stacks);
 }
 
 std::span<const uint32_t> GrammarMatcher::successors(uint32_t id) {
@@ -154,7 +160,7 @@ bool GrammarMatcher::advance(std::span<const uint32_t> from, uint32_t c, std::ve
         ++matched;
     }
     if (matched > 1) std::ranges::sort(to);  // sorted states compare equal for the mask cache
-    if (to.size() > limits_.stacks) fail("the grammar is too ambiguous: more than {} ways to go on at once", limits_.stacks);
+    if (to.size() > limits_.stacks) too_ambiguous("more than {} ways to go on at once", limits_.stacks);
     return !to.empty();
 }
 

@@ -25,8 +25,8 @@ namespace vkllm::sampling {
 // JSON schemas ten times their need (an article schema's trie walk over the gpt-2 vocabulary: 0.6M
 // steps; an enum of 3000 strings: 6000 steps for a character).
 struct GrammarLimits {
-    size_t stacks = 4096;         // open at once
-    size_t step_work = 1u << 16;  // stack steps for one character
+    size_t stacks = Grammar::max_ways;                 // open at once
+    size_t step_work = Grammar::max_expansion_steps;  // stack steps for one character
     size_t call_work = 1u << 23;  // for one call: a token's bytes, or a whole mask's trie walk
 };
 

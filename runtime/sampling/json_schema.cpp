@@ -8,6 +8,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "core/json.h"
 #include "sampling/gbnf_text.h"
 #include "sampling/schema_pattern.h"
 
@@ -153,7 +154,7 @@ public:
         ref_rules_["#"] = top;
         claim(top);
         // An empty schema at the top means any object, as llama.cpp's -j '{}' (nested, any value).
-        define(top, root_.is_object() && root_.empty() ? primitive("object") : visit(root_, top, "#", 0));
+        define(top, root_.is_object() && root_.empty() ? primitive("object") : visit(root_, top, "#", 0), "#");
         std::string out;
         for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
         return out;
@@ -165,22 +166,30 @@ private:
         throw Error(fmt::format("json schema at {}: {}", path, fmt::format(format, std::forward<Args>(args)...)));
     }
 
-    // A rule with this body under the wanted name, or the name already holding the same body, or
-    // the name with a number after it.
+    // A rule with this body under the wanted name: the name's rule of the same body if one was added
+    // already, the name itself when free or claimed (see claim()), or the name with the first free
+    // number after it. Both lookups are hashed and the numbers go on from where they stopped, so
+    // adding n rules under one name (an object's rest rules, many keys that sanitize alike) is
+    // linear, not a probe of every earlier number.
     std::string add_rule(const std::string& wanted, const std::string& body) {
         const std::string base = sanitized(wanted);
-        for (int n = 0;; ++n) {
+        const auto [same, fresh] = by_body_.try_emplace(base + '\0' + body);
+        if (!fresh) return same->second;
+        if (const auto it = index_.find(base); it != index_.end() && rules_[it->second].second.empty()) {
+            rules_[it->second].second = body;  // a claimed name, defined by its own schema
+            return same->second = base;
+        }
+        for (uint64_t& n = next_number_[base];; ++n) {
             const std::string name = n ? fmt::format("{}{}", base, n) : base;
-            if (find_primitive(name)) continue;
-            const auto it = index_.find(name);
-            if (it == index_.end()) {
-                index_.emplace(name, rules_.size());
-                rules_.emplace_back(name, body);
-                return name;
-            }
-            std::string& existing = rules_[it->second].second;
-            if (existing.empty() && n == 0) existing = body;  // a claimed name, defined by its own schema
-            if (existing == body) return name;
+            if (find_primitive(name) || index_.contains(name)) continue;
+            // Refused as soon as Grammar::parse would refuse the text, not after writing all of it.
+            text_bytes_ += name.size() + body.size() + 6;
+            if (text_bytes_ > Grammar::max_text_bytes)
+                throw Error(fmt::format("json schema: its grammar passes the {} bytes of GBNF a grammar may have (at rule '{}')",
+                                        Grammar::max_text_bytes, name));
+            index_.emplace(name, rules_.size());
+            rules_.emplace_back(name, body);
+            return same->second = name;
         }
     }
     // A name whose body comes later (the root's, a $ref's): from the add_rule of the schema visited
@@ -189,8 +198,10 @@ private:
         index_.emplace(name, rules_.size());
         rules_.emplace_back(name, "");
     }
-    void define(const std::string& name, const std::string& symbol) {
-        if (symbol != name) rules_[index_.at(name)].second = symbol;
+    void define(const std::string& name, const std::string& symbol, const std::string& path) {
+        std::string& body = rules_[index_.at(name)].second;
+        if (symbol != name) body = symbol;
+        else if (body.empty()) fail_at(path, "the schema is a $ref to itself and nothing else, so no value can ever finish it");
     }
 
     std::string primitive(std::string_view name) {
@@ -215,7 +226,10 @@ private:
     JsonSchemaOptions options_;
     std::vector<std::pair<std::string, std::string>> rules_;  // in the order written (root first)
     std::unordered_map<std::string, size_t> index_;
+    std::unordered_map<std::string, std::string> by_body_;      // a base name and a body -> the rule
+    std::unordered_map<std::string, uint64_t> next_number_;     // a base name -> the number to try next
     std::unordered_map<std::string, std::string> ref_rules_;
+    size_t text_bytes_ = 0;  // of the GBNF the rules will make
 };
 
 uint64_t SchemaConverter::count(const json& schema, std::string_view key, const std::string& path, uint64_t fallback) const {
@@ -251,6 +265,8 @@ std::string SchemaConverter::visit(const json& schema, const std::string& name, 
         const auto it = schema.find(key);
         if (it == schema.end()) continue;
         if (!it->is_array() || it->empty()) fail_at(path, "{} must be a non-empty array of schemas", key);
+        if (it->size() > Grammar::max_ways)
+            fail_at(path, "{} lists {} schemas, more than the {} supported (each is a way the value may begin)", key, it->size(), Grammar::max_ways);
         for (const auto& [other, value] : schema.items())
             if (other != key && !annotation_keywords.contains(other))
                 fail_at(path, "{} beside {} is not supported (only annotations may stand beside it)", other, key);
@@ -265,6 +281,8 @@ std::string SchemaConverter::visit(const json& schema, const std::string& name, 
     }
     if (const auto it = schema.find("enum"); it != schema.end()) {
         if (!it->is_array() || it->empty()) fail_at(path, "enum must be a non-empty array");
+        if (it->size() > Grammar::max_ways)
+            fail_at(path, "enum lists {} values, more than the {} supported (each is a way the value may begin)", it->size(), Grammar::max_ways);
         std::string body;
         for (const json& value : *it) body += (body.empty() ? "(" : " | ") + gbnf_literal(value.dump());
         primitive("space");
@@ -327,7 +345,7 @@ std::string SchemaConverter::visit_ref(const json& schema, const std::string& pa
     }
     claim(name);
     ref_rules_.emplace(ref, name);
-    define(name, visit(*target, name, ref, depth + 1));
+    define(name, visit(*target, name, ref, depth + 1), ref);
     return name;
 }
 
@@ -368,10 +386,13 @@ std::string SchemaConverter::visit_object(const json& schema, const std::string&
         members.push_back({kv, required.contains(key) ? Mode::Required : Mode::Optional});
         names.push_back(key);
     };
-    for (const auto& [key, value] : properties.items())
+    std::unordered_set<std::string_view> listed;  // properties' names, hashed: the ordered object's find is linear
+    for (const auto& [key, value] : properties.items()) {
+        listed.insert(key);
         add_member(key, visit(value, name + "-" + key, path + "/properties/" + pointer_token(key), depth + 1));
+    }
     for (const json& key : schema.value("required", json::array())) {
-        if (properties.contains(key.get<std::string>())) continue;
+        if (listed.contains(key.get_ref<const std::string&>())) continue;
         if (!more_allowed) fail_at(path, "required property '{}' is not among the properties, and no others are allowed", key.get<std::string>());
         add_member(key.get<std::string>(), primitive("value"));
     }
@@ -382,6 +403,12 @@ std::string SchemaConverter::visit_object(const json& schema, const std::string&
         members.push_back({add_rule(name + "-additional-kv", key_rule + " \":\" space " + value_rule), Mode::Repeated});
     }
 
+    // Any of a run of optional members may be the next written: each is a way the grammar follows.
+    size_t run = 0, longest_run = 0;
+    for (const Member& member : members) longest_run = std::max(longest_run, run = member.mode == Mode::Optional ? run + 1 : 0);
+    if (longest_run > Grammar::max_ways)
+        fail_at(path, "{} optional properties follow each other, more than the {} supported (any of them may be the next "
+                      "one written): make some of them required", longest_run, Grammar::max_ways);
     const size_t n = members.size();
     const auto comma_kv = [&](size_t i) { return "\",\" space " + members[i].kv; };
     std::vector<std::string> rest(n + 1);  // as symbols; "" when nothing
@@ -559,15 +586,7 @@ std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const Json
     }
 }
 
-nlohmann::ordered_json parse_json_schema(std::string_view text) {
-    try {
-        return nlohmann::ordered_json::parse(text);
-    } catch (const nlohmann::json::parse_error& error) {
-        throw Error(fmt::format("json schema: not valid JSON at byte {}", error.byte));
-    } catch (const nlohmann::json::exception&) {
-        throw Error("json schema: it holds a number too large for a double");
-    }
-}
+nlohmann::ordered_json parse_json_schema(std::string_view text) { return parse_json(text, "json schema"); }
 
 std::shared_ptr<const Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options) {
     const std::string gbnf = json_schema_to_gbnf(schema, options);

@@ -35,7 +35,7 @@ struct JsonSchemaOptions {
 // The grammar as GBNF text. Throws vkllm::Error, e.g. "json schema at #/properties/tags:
 // uniqueItems is not supported".
 std::string json_schema_to_gbnf(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});
-// A schema's JSON text parsed; throws vkllm::Error naming the byte where it is not JSON.
+// A schema's JSON text parsed (core/json.h); throws vkllm::Error naming the byte where it is not JSON.
 nlohmann::ordered_json parse_json_schema(std::string_view text);
 // Converted and parsed, ready for SamplerParams::grammar.
 std::shared_ptr<const Grammar> json_schema_grammar(const nlohmann::ordered_json& schema, const JsonSchemaOptions& options = {});

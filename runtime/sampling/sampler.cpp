@@ -228,8 +228,8 @@ TokenId Sampler::pick_allowed() {
             if (id < scratch_.size() && scratch_[id] > -INFINITY) allowed_.push_back({TokenId(id), scratch_[id]});
         }
     if (allowed_.empty())
-        fail("sampling: no token the grammar allows here has a finite logit (the vocabulary cannot continue the "
-             "grammar, or logit_bias bans what could)");
+        throw ConstraintError("sampling: no token the grammar allows here has a finite logit (the vocabulary cannot continue "
+                              "the grammar, or logit_bias bans what could)");
     size_t keep = allowed_.size();
     if (greedy_pick) keep = 1;
     else if (params_.top_k > 0) keep = std::min(keep, size_t(params_.top_k));

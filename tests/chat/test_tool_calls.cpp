@@ -128,6 +128,32 @@ TEST_CASE("a template without tools gets a Hermes preamble, earlier calls as tex
                       "tools[0] must be {\"type\": \"function\", \"function\": {...}}");
 }
 
+TEST_CASE("arguments nested past the JSON depth bound stay text, in prompts and in replies") {
+    // 100,000 deep: parsed by core/json.h's bounded parser, refused before any tree is built, so no
+    // copy, template value or dump recurses that deep (it overflowed the stack before).
+    const std::string deep = "{\"a\":" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    json messages = json::array();
+    messages.push_back({{"role", "user"}, {"content", "Hi"}});
+    messages.push_back({{"role", "assistant"}, {"content", nullptr},
+                        {"tool_calls", {{{"id", "c"}, {"type", "function"}, {"function", {{"name", "get_weather"}, {"arguments", deep}}}}}}});
+    const ToolPrompt hermes = tool_prompt({ToolSyntax::Hermes, false}, messages, weather_tools);
+    CHECK(hermes.messages[2]["content"].get<std::string>().find("\"arguments\":\"{\\\"a\\\":[[[") != std::string::npos);  // as a string
+    const ToolPrompt native = tool_prompt({ToolSyntax::Hermes, true}, messages, weather_tools);
+    CHECK(native.messages[1]["tool_calls"][0]["function"]["arguments"].is_string());
+    const std::string rendered = template_of("{% for m in messages %}{{ m['tool_calls'] }}{% endfor %}").render(native.messages, false);
+    CHECK(rendered.size() > deep.size());
+    // 64 deep still becomes an object, as templates expect.
+    const std::string shallow = "{\"a\":" + std::string(63, '[') + std::string(63, ']') + "}";
+    messages[1]["tool_calls"][0]["function"]["arguments"] = shallow;
+    CHECK(tool_prompt({ToolSyntax::Hermes, true}, messages, weather_tools).messages[1]["tool_calls"][0]["function"]["arguments"].is_object());
+    // A model's reply that nests that deep is no call: it stays text.
+    const std::string reply = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": " + deep + "}\n</tool_call>";
+    const ParsedReply parsed = parse_reply(ToolSyntax::Hermes, reply);
+    CHECK(parsed.calls.empty());
+    CHECK(parsed.content == reply);
+    CHECK(parse_reply(ToolSyntax::Llama3, "{\"name\": \"x\", \"parameters\": " + deep + "}").calls.empty());
+}
+
 TEST_CASE("a tool conversation renders through Mistral's template as transformers renders it") {
     const auto path = test::shared_path("testdata/chat_templates/mistralai-Mistral-Small-3.1-24B-Instruct-2503.jinja");
     if (!path) return;

@@ -113,7 +113,8 @@ TEST_CASE("grammar options: bad grammars, schemas and combinations are one line 
                                                     "to close the group opened at line 1, column 10, found the end of the grammar\n");
     CHECK(error_of("--json-schema '{\"type\": \"strng\"}'") == "vkllm run: --json-schema: json schema at #: type 'strng' is not "
                                                              "one of object, array, string, number, integer, boolean and null\n");
-    CHECK(error_of("--json-schema '{\"type\":'") == "vkllm run: --json-schema: json schema: not valid JSON at byte 9\n");
+    CHECK(error_of("--json-schema '{\"type\":'") == "vkllm run: --json-schema: json schema is not valid JSON at byte 9: syntax error "
+                                                 "while parsing value - unexpected end of input; expected '[', '{', or a literal\n");
     CHECK(error_of("--grammar-file /nonexistent.gbnf").starts_with("vkllm run: --grammar-file /nonexistent.gbnf: "));
     CHECK(error_of("--grammar 'root ::= \"a\"' -j '{}'") == "vkllm run: give one of --grammar, --grammar-file, --json-schema "
                                                             "and --json-schema-file\n");

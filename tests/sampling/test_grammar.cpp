@@ -144,7 +144,7 @@ TEST_CASE("limits against hostile grammars") {
     CHECK(ambiguous.n_stacks() == 1001);
     ambiguous.reset();
     CHECK_THROWS_WITH_AS(ambiguous.accept_text(std::string(5000, 'a') + "c"),
-                         "the grammar is too ambiguous: more than 4096 ways to go on at once", vkllm::Error);
+                         "the grammar is too ambiguous: more than 4096 ways to go on at once", ConstraintError);
     // Nested repetitions, each splitting the text among its levels in every way: refused long before
     // it runs for minutes.
     std::string nested = "root ::= ";
@@ -153,12 +153,52 @@ TEST_CASE("limits against hostile grammars") {
     for (int i = 0; i < 24; ++i) nested += ")+";
     GrammarMatcher exploding(Grammar::parse(nested), nullptr);
     CHECK_THROWS_WITH_AS(exploding.accept_text(std::string(64, 'a')), doctest::Contains("the grammar is too ambiguous"),
-                         vkllm::Error);
+                         ConstraintError);
     // And by the work one call takes, where each character stays within its own limit.
     GrammarMatcher limited(Grammar::parse(json_gbnf), nullptr, {.call_work = 1000});
     CHECK(limited.accept_text("{\"a\": [1, 2]"));
     CHECK_THROWS_WITH_AS(limited.accept_text(", \"" + std::string(400, 'x') + "\": 3}"),
-                         "the grammar is too ambiguous: one token or mask takes more than 1000 stack steps", vkllm::Error);
+                         "the grammar is too ambiguous: one token or mask takes more than 1000 stack steps", ConstraintError);
+}
+
+TEST_CASE("grammars the matcher could not start are refused when parsed, in linear time") {
+    // Each bomb answers in well under a second (the checks are linear in the grammar's size).
+    const std::string wide = "grammar: rule 'root' may go on in more than 4096 ways at once";
+    CHECK(parse_error("root ::= (\"a\"{0,100000}){0,100000}").starts_with(wide));
+    std::string alternatives = "root ::= \"x0\"";
+    for (int i = 1; i < 8000; ++i) alternatives += fmt::format(" | \"x{}\"", i);
+    CHECK(parse_error(alternatives).starts_with(wide));
+    std::string optional = "root ::=";
+    for (int i = 0; i < 70000; ++i) optional += " \"a\"?";
+    CHECK(parse_error(optional).starts_with(wide));
+    // The same width one level down: refused at the rule where the matcher would expand it.
+    CHECK(parse_error("root ::= \"{\" item\nitem ::= " + alternatives.substr(9)).starts_with("grammar: rule 'item' may go on"));
+    // 100,000 rules, each beginning with the next, before the first character.
+    std::string nested = "root ::= r0\n";
+    for (int i = 0; i < 100000; ++i) nested += fmt::format("r{} ::= r{} \"b\"\n", i, i + 1);
+    nested += "r100000 ::= \"a\"\n";
+    CHECK(parse_error(nested).starts_with("grammar: rule 'r"));
+    CHECK(parse_error(nested).find("more than 65536 rule expansions to reach a character") != std::string::npos);
+    // At the limits, not past them: 4096 alternatives that cannot be empty parse and match.
+    std::string at_limit = "root ::= \"x0\"";
+    for (int i = 1; i < 4096; ++i) at_limit += fmt::format(" | \"x{}\"", i);
+    CHECK(matches(at_limit, "x4095"));
+    // A chain of 100,000 rules, each finishing only through the next: their shortest lengths settle
+    // in one pass (relaxing to a fixed point took a pass per rule).
+    std::string chain = "root ::= r0\n";
+    for (int i = 0; i < 100000; ++i) chain += fmt::format("r{} ::= \"a\" r{}\n", i, i + 1);
+    chain += "r100000 ::= \"c\"\n";
+    GrammarMatcher along_chain(Grammar::parse(chain), nullptr);
+    CHECK(along_chain.distance_to_end() == 100001);
+    CHECK(along_chain.accept_text(std::string(100000, 'a') + "c"));
+    CHECK(along_chain.can_end());
+}
+
+TEST_CASE("a root that can never finish is refused") {
+    CHECK(parse_error("root ::= \"a\" root") ==
+          "grammar: rule 'root' can never finish: each of its alternatives needs a rule that needs it again, so no text matches it");
+    CHECK(parse_error("root ::= \"{\" x \"}\"\nx ::= \"a\" root").starts_with("grammar: rule 'root' can never finish"));
+    CHECK(parse_error("root ::= \"a\" root | \"b\"").empty());  // a base case
 }
 
 TEST_CASE("the matcher accepts what the grammar says, and nothing else") {

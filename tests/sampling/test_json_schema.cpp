@@ -417,8 +417,8 @@ TEST_CASE("unsupported or malformed schemas fail naming their path") {
     std::string deep = "{}";
     for (int i = 0; i < 100; ++i) deep = R"({"type": "array", "items": )" + deep + "}";
     CHECK(error(deep).ends_with("the schema nests more than 64 levels deep"));
-    CHECK_THROWS_WITH_AS(parse_json_schema("{\"type\": "), "json schema: not valid JSON at byte 10", vkllm::Error);
-    CHECK_THROWS_WITH_AS(parse_json_schema("{\"maxItems\": 1e999}"), "json schema: it holds a number too large for a double",
+    CHECK_THROWS_WITH_AS(parse_json_schema("{\"type\": "), doctest::Contains("json schema is not valid JSON at byte 10: "), vkllm::Error);
+    CHECK_THROWS_WITH_AS(parse_json_schema("{\"maxItems\": 1e999}"), "json schema is not valid JSON at byte 18: number overflow parsing '1e999'",
                          vkllm::Error);
     // Annotations and unknown keywords are no obstacle; unknown formats are annotations too.
     CHECK(error(R"({"title": "t", "description": "d", "x-vendor": 1, "type": "string", "format": "hostname"})").empty());
@@ -452,4 +452,55 @@ TEST_CASE("json_schema strict false admits further properties and tuple items") 
     CHECK((m.accept_text(R"({"a": 1, "b": [true], "c": {}})") && m.can_end()));
     GrammarMatcher strict(json_schema_grammar(schema), nullptr);
     CHECK_FALSE(strict.accept_text(R"({"a": 1, "b")"));
+}
+
+TEST_CASE("wide schemas: many properties convert in linear time, too many ways at once are refused naming the limit") {
+    const auto object_of = [](int n, bool required, size_t name_bytes = 0) {  // as text: ordered_json's operator[] is linear per key
+        std::string properties, names;
+        const std::string long_name(name_bytes, 'n');
+        for (int i = 0; i < n; ++i) {
+            properties += fmt::format("{}\"{}p{}\": {{\"type\": \"integer\"}}", i ? ", " : "", long_name, i);
+            names += fmt::format("{}\"{}p{}\"", i ? ", " : "", long_name, i);
+        }
+        return parse_json_schema(fmt::format("{{\"type\": \"object\", \"properties\": {{{}}}{}}}", properties,
+                                             required ? ", \"required\": [" + names + "]" : ""));
+    };
+    // 20,000 required properties (19.7 s before: rule names numbered from where they stopped, required
+    // names hashed).
+    const auto required = json_schema_grammar(object_of(20000, true));
+    GrammarMatcher document(required, nullptr);
+    std::string text = "{";
+    for (int i = 0; i < 20000; ++i) text += fmt::format("{}\"p{}\": {}", i ? ", " : "", i, i % 10);
+    CHECK((document.accept_text(text + "}") && document.can_end()));
+    // More GBNF than a grammar may have (as 100,000 properties make) is refused when the rules reach it.
+    CHECK(conversion_error(object_of(1000, true, 2000)).starts_with("json schema: its grammar passes the 4194304 bytes of GBNF a grammar may have"));
+    // Optional ones: any of a run may be the next written, each a way the grammar follows.
+    CHECK(conversion_error(object_of(4000, false)).empty());
+    CHECK(conversion_error(object_of(10000, false)) ==
+          "json schema at #: 10000 optional properties follow each other, more than the 4096 supported (any of them may be "
+          "the next one written): make some of them required");
+    json enumeration = {{"enum", json::array()}};
+    for (int i = 0; i < 8000; ++i) enumeration["enum"].push_back(fmt::format("v{}", i));
+    CHECK(conversion_error(enumeration) ==
+          "json schema at #: enum lists 8000 values, more than the 4096 supported (each is a way the value may begin)");
+    json any_of = {{"anyOf", json::array()}};
+    for (int i = 0; i < 50000; ++i) any_of["anyOf"].push_back({{"const", i}});
+    CHECK(conversion_error(any_of) ==
+          "json schema at #: anyOf lists 50000 schemas, more than the 4096 supported (each is a way the value may begin)");
+    // Wide one level down, where no schema limit applies: the grammar's own check names the rule.
+    json nested = {{"type", "array"}, {"items", {{"anyOf", json::array()}}}};
+    for (int i = 0; i < 3000; ++i) nested["items"]["anyOf"].push_back({{"enum", {fmt::format("a{}", i), fmt::format("b{}", i)}}});
+    CHECK(conversion_error(nested).starts_with("json schema: its grammar is refused: grammar: rule 'root-item' may go on in more than 4096 ways"));
+}
+
+TEST_CASE("a $ref that only refers to itself, or never finishes, is refused naming its path") {
+    CHECK(conversion_error(json::parse(R"({"$ref": "#"})")) ==
+          "json schema at #: the schema is a $ref to itself and nothing else, so no value can ever finish it");
+    CHECK(conversion_error(json::parse(R"({"$defs": {"a": {"$ref": "#/$defs/a"}}, "$ref": "#/$defs/a"})")) ==
+          "json schema at #/$defs/a: the schema is a $ref to itself and nothing else, so no value can ever finish it");
+    // An object that requires itself: no base case, so no document is finite.
+    CHECK(conversion_error(json::parse(R"({"$defs": {"a": {"type": "object", "properties": {"x": {"$ref": "#/$defs/a"}},
+        "required": ["x"]}}, "$ref": "#/$defs/a"})")).starts_with("json schema: its grammar is refused: grammar: rule 'root' can never finish"));
+    // With a base case (the property optional) recursion is fine.
+    CHECK(conversion_error(json::parse(R"({"type": "object", "properties": {"x": {"$ref": "#"}}})")).empty());
 }

@@ -309,7 +309,7 @@ TEST_CASE("under a grammar: only its text, end tokens only where it is complete,
     SamplerParams dead = plain(1);
     dead.grammar = Grammar::parse("root ::= \"z\"");
     CHECK_THROWS_WITH_AS(Sampler(dead, table).sample(std::vector<float>(table->size(), 0.0f)),
-                         doctest::Contains("no token the grammar allows here has a finite logit"), vkllm::Error);
+                         doctest::Contains("no token the grammar allows here has a finite logit"), ConstraintError);
     CHECK_THROWS_WITH_AS(Sampler{dead}, "sampling: a grammar needs the vocabulary's token table", vkllm::Error);
 }
 

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # ctest entry: starts `vkllm serve` on a free port (stories260K, 4 sequences, 256 tokens each, an API
 # key), runs the OpenAI-client and raw-HTTP tests against it, then stops it with SIGTERM and expects
-# exit 0 and no validation message in its log. lifecycle.test.mjs, hostile_lifecycle.test.mjs and
-# agents.test.mjs start servers of their own.
+# exit 0 and no validation message in its log. lifecycle.test.mjs, hostile_lifecycle.test.mjs,
+# hostile_parse.test.mjs and agents.test.mjs start servers of their own.
 # Usage: run_openai_tests.sh VKLLM SOURCE_DIR
 set -uo pipefail
 vkllm=$1
@@ -33,7 +33,7 @@ if [ -z "$url" ]; then kill -KILL "$server"; cat "$log" >&2; echo "vkllm serve d
 # One file at a time: the timing checks of robustness.test.mjs must not share the server.
 VKLLM_SERVER_URL=$url VKLLM_API_KEY=test-key VKLLM_BIN=$vkllm VKLLM_SOURCE_DIR=$source_dir \
   node --test --test-concurrency=1 "$tests/openai.test.mjs" "$tests/robustness.test.mjs" "$tests/lifecycle.test.mjs" \
-    "$tests/hostile_lifecycle.test.mjs" "$tests/agents.test.mjs"
+    "$tests/hostile_lifecycle.test.mjs" "$tests/hostile_parse.test.mjs" "$tests/agents.test.mjs"
 tests_status=$?
 
 kill -TERM "$server"
