@@ -1,5 +1,5 @@
 #version 450
-// Attention for a few query tokens (decode), split over the keys (flash decoding) in one dispatch. A
+// Attention for a few query tokens (decode), split over the keys (flash decoding). A
 // workgroup is one subgroup of LANES invocations serving HEADS query heads that share one KV head.
 // Workgroup (w, head group, token) takes the w-th of `workers` contiguous shares of the query's
 // visible keys, workers being as many as the dispatch has along x or fewer when the keys are few (at
@@ -7,11 +7,10 @@
 // its keys in blocks of LANES: lane j forms key j's logits, the block's max comes from a subgroup
 // reduction, and every lane adds the probability-weighted values of the block's keys into the output
 // dims it owns (an online softmax with no workgroup barrier in the key loop). Its unnormalized output,
-// max and sum go to a partial result; the last workgroup of a (head group, token) to finish merges
-// them (the threadfence-reduction pattern: coherent writes, a buffer barrier, then an atomic arrival
-// count) and sets the count back to 0, so the recorded command buffer serves every position. The loops
-// inside a block are unrolled, so an invocation's loop count is its blocks (lavapipe's loop cap). With
-// p.seq_cells != 0 each query is its own sequence's one token, over the n_cells cells from cell
+// max and sum go to a partial result, an empty one (max -inf, sum 0) where it has no share of the
+// keys: every partial slot is written each dispatch, and attn_decode_merge.comp, the next dispatch,
+// merges them with no state kept between runs. The loops inside a block are unrolled, so an
+// invocation's loop count is its blocks (lavapipe's loop cap). With p.seq_cells != 0 each query is its own sequence's one token, over the n_cells cells from cell
 // t * seq_cells (a decode step over several sequences).
 #extension GL_GOOGLE_include_directive : require
 #extension GL_EXT_control_flow_attributes : require
@@ -41,17 +40,13 @@ const uint LANE_UNITS = (UNITS_V + LANES - 1) / LANES;  // a lane's output units
 
 layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };
 layout(std430, binding = 3) readonly buffer Positions { int positions[]; };
-layout(std430, binding = 4) coherent buffer PartialOut { vec4 partial_out4[]; };  // [token][head][worker][DIM4_V]
-layout(std430, binding = 5) coherent buffer PartialStats { vec2 partial_stats[]; };  // [token][head][worker] (max, sum)
-// [token][head group]: workgroups done so far; 0 between dispatches.
-layout(std430, binding = 6) buffer Arrivals { uint arrivals[]; };
-layout(std430, binding = 7) writeonly buffer Out { vec4 out4[]; };  // [token][head][HEAD_DIM_V]
+layout(std430, binding = 4) writeonly buffer PartialOut { vec4 partial_out4[]; };  // [token][head][worker][DIM4_V]
+layout(std430, binding = 5) writeonly buffer PartialStats { vec2 partial_stats[]; };  // [token][head][worker] (max, sum)
 layout(push_constant) uniform Push { AttentionParams p; };
 
 shared vec4 q_tile[HEADS * DIM4_K];
 vec4 q_private[HEADS * DIM4_K];
 vec4 query4(uint i) { return Q_PRIVATE ? q_private[i] : q_tile[i]; }
-shared bool last_arrival;
 
 CacheKeys held;  // the positions the cache holds for this query's sequence
 uint seq_base;   // the first cell of that sequence
@@ -74,23 +69,11 @@ void key_logits(int key, int end, uint kv_head, out float logit[HEADS]) {
         logit[g] = key < end ? attention_logit(qk[g], p.scale, p.softcap) : -1.0 / 0.0;
 }
 
-// With M the largest worker max of a head, out = sum_w e^(m_w - M) o_w / sum_w e^(m_w - M) l_w.
-void merge_partials(uint head0, uint token, uint workers) {
-    for (uint i = gl_LocalInvocationID.x; i < HEADS * DIM4_V; i += LANES) {
-        const uint head = head0 + i / DIM4_V, dim4 = i % DIM4_V;
-        const uint base = (token * p.n_head + head) * gl_NumWorkGroups.x;
-        float max_all = -1.0 / 0.0;
-        for (uint w = 0; w < workers; ++w) max_all = max(max_all, partial_stats[base + w].x);
-        float sum = 0.0;
-        vec4 acc = vec4(0.0);
-        for (uint w = 0; w < workers; ++w) {
-            const vec2 stats = partial_stats[base + w];
-            const float weight = exp(stats.x - max_all);
-            sum += weight * stats.y;
-            acc += weight * partial_out4[(base + w) * DIM4_V + dim4];
-        }
-        out4[(token * p.n_head + head) * DIM4_V + dim4] = acc / sum;
-    }
+// This workgroup's partial of every head it serves: empty where it has no share of the keys.
+void write_empty_partials(uint head0, uint token) {
+    if (gl_LocalInvocationID.x < HEADS)
+        partial_stats[(token * p.n_head + head0 + gl_LocalInvocationID.x) * gl_NumWorkGroups.x + gl_WorkGroupID.x] =
+            vec2(-1.0 / 0.0, 0.0);
 }
 
 void main() {
@@ -101,16 +84,18 @@ void main() {
     held = cache_keys(last_pos, p.n_cells);
     seq_base = token * p.seq_cells;
     const ivec2 keys = visible_keys(held, positions[token], last_pos, p.n_swa, p.n_cells, p.causal != 0u);
-    if (keys.y < keys.x) {  // no key at all (a negative position): an all-zero output, never NaN
-        if (gl_WorkGroupID.x == 0u)
-            for (uint i = lane; i < HEADS * DIM4_V; i += LANES) out4[(token * p.n_head + head0) * DIM4_V + i] = vec4(0.0);
+    if (keys.y < keys.x) {  // no key at all (a negative position): the merge writes zeros
+        write_empty_partials(head0, token);
         return;
     }
     // Shares of whole blocks, so that every worker has at least one.
     const uint n_keys = uint(keys.y - keys.x + 1), blocks = (n_keys + LANES - 1) / LANES;
     const uint wanted = clamp((n_keys + p.worker_keys - 1) / p.worker_keys, 1u, gl_NumWorkGroups.x);
     const uint share = (blocks + wanted - 1) / wanted, workers = (blocks + share - 1) / share;
-    if (gl_WorkGroupID.x >= workers) return;  // uniform
+    if (gl_WorkGroupID.x >= workers) {  // uniform
+        write_empty_partials(head0, token);
+        return;
+    }
     const int begin = keys.x + int(gl_WorkGroupID.x * share * LANES);
     const int end = min(keys.y + 1, begin + int(share * LANES));
 
@@ -171,18 +156,4 @@ void main() {
         }
         if (lane == 0u) partial_stats[partial] = vec2(running_max[g], sum);
     }
-
-    // Every partial write of this workgroup is made visible before it counts itself in; the
-    // workgroup that completes the count sees everyone's.
-    memoryBarrierBuffer();
-    barrier();
-    if (lane == 0u) {
-        const uint counter = token * gl_NumWorkGroups.y + gl_WorkGroupID.y;
-        last_arrival = atomicAdd(arrivals[counter], 1u) == workers - 1u;
-        if (last_arrival) arrivals[counter] = 0u;  // every other worker has counted itself already
-    }
-    barrier();
-    if (!last_arrival) return;
-    memoryBarrierBuffer();
-    merge_partials(head0, token, workers);
 }

@@ -1,5 +1,5 @@
 #version 450
-// Attention for a few query tokens (decode) on GPUs: split-K flash decoding in one dispatch, shaped so
+// Attention for a few query tokens (decode) on GPUs: split-K flash decoding, shaped so
 // that every compute unit streams the cache with wide, coalesced reads. Workgroup (w, head group,
 // token) serves HEADS query heads that share one KV head (each K/V row read serves them all) over the
 // w-th of `workers` contiguous shares of the query's visible keys, workers being as many as the
@@ -11,10 +11,9 @@
 // Key group g takes keys g, g + KEY_GROUPS, ... of the share, KEYS_PER_STEP at a time, each group
 // with its own online softmax: no barrier in the key loop, every lane busy on K and on V. The groups
 // then merge through shared memory (one head at a time), and the workgroup's unnormalized output, max
-// and sum go to a partial result; the last workgroup of a (head group, token) to finish merges the
-// partials (coherent writes, a buffer barrier, then an atomic arrival count) and sets the count back
-// to 0, so the recorded command buffer serves every position. A share that is the whole query's keys
-// writes the output directly.
+// and sum go to a partial result; a workgroup with no share writes an empty one (max -inf, sum 0), so
+// every partial slot is written each dispatch and attn_decode_merge.comp, the next dispatch, merges
+// them with no state kept between runs.
 //
 // With p.seq_cells != 0 each query is its own sequence's one token (a decode step over several
 // sequences): query t reads the n_cells cells from cell t * seq_cells, its own position being its
@@ -48,24 +47,16 @@ const uint UNITS_K = HEAD_DIM_K / 4 / QUADS, UNITS_V = HEAD_DIM_V / 4 / QUADS;
 // A lane's units: key_lane + i * KEY_LANES for i below these (past UNITS_*: none).
 const uint LANE_UNITS_K = (UNITS_K + KEY_LANES - 1) / KEY_LANES, LANE_UNITS_V = (UNITS_V + KEY_LANES - 1) / KEY_LANES;
 const uint DIM4_V = HEAD_DIM_V / 4;
-const uint MAX_WORKERS = 128;  // ops/attention.cpp's decode_max_workers
 
 layout(std430, binding = 0) readonly buffer Q { vec4 q4[]; };
 layout(std430, binding = 3) readonly buffer Positions { int positions[]; };
-layout(std430, binding = 4) coherent buffer PartialOut { vec4 partial_out4[]; };  // [token][head][worker][DIM4_V]
-layout(std430, binding = 5) coherent buffer PartialStats { vec2 partial_stats[]; };  // [token][head][worker] (max, sum)
-// [token][head group]: workgroups done so far; 0 between dispatches.
-layout(std430, binding = 6) buffer Arrivals { uint arrivals[]; };
-layout(std430, binding = 7) writeonly buffer Out { vec4 out4[]; };  // [token][head][HEAD_DIM_V]
+layout(std430, binding = 4) writeonly buffer PartialOut { vec4 partial_out4[]; };  // [token][head][worker][DIM4_V]
+layout(std430, binding = 5) writeonly buffer PartialStats { vec2 partial_stats[]; };  // [token][head][worker] (max, sum)
 layout(push_constant) uniform Push { AttentionParams p; };
 
-// The key groups' outputs of one head, then the merging workgroup's slices of the outputs (KEY_LANES
-// <= UNITS_V, so it holds WORKGROUP vec4s).
-shared vec4 group_out[KEY_GROUPS * DIM4_V];
+shared vec4 group_out[KEY_GROUPS * DIM4_V];  // the key groups' outputs of one head
 shared vec2 group_stats[KEY_GROUPS * HEADS];  // (max, sum) of each key group and head
-shared vec2 head_stats[HEADS];                // the workgroup's, then the merged workers', per head
-shared vec2 worker_stats[HEADS * MAX_WORKERS];  // merging: each worker's (max, sum), then (weight, -)
-shared bool last_arrival;
+shared vec2 head_stats[HEADS];                // the workgroup's (max, sum) per head
 
 CacheKeys held;  // the positions the cache holds for this query's sequence
 uint seq_base;   // the first cell of that sequence
@@ -82,43 +73,10 @@ mat2x4 v_unit(uint cell, uint kv_head, uint unit) {
 
 float not_inf(float m) { return m == -1.0 / 0.0 ? 0.0 : m; }  // a max to subtract: 0 where no key was seen
 
-// Merges the workers' partials of (head group, token): out = sum_w e^(m_w - M) o_w / sum_w e^(m_w - M) l_w
-// with M each head's largest worker max.
-void merge_partials(uint head0, uint token, uint workers) {
-    const uint tid = gl_LocalInvocationID.x, stride = gl_NumWorkGroups.x;
-    const uint first_partial = (token * p.n_head + head0) * stride;
-    for (uint i = tid; i < HEADS * workers; i += WORKGROUP)
-        worker_stats[i] = partial_stats[first_partial + i / workers * stride + i % workers];
-    barrier();
-    if (tid < HEADS) {  // each head's (M, 1 / sum)
-        float max_all = -1.0 / 0.0, sum = 0.0;
-        for (uint w = 0; w < workers; ++w) max_all = max(max_all, worker_stats[tid * workers + w].x);
-        for (uint w = 0; w < workers; ++w) sum += exp(worker_stats[tid * workers + w].x - max_all) * worker_stats[tid * workers + w].y;
-        head_stats[tid] = vec2(max_all, 1.0 / sum);
-    }
-    barrier();
-    for (uint i = tid; i < HEADS * workers; i += WORKGROUP) {  // each worker's weight in place of its sum
-        const vec2 head = head_stats[i / workers];
-        worker_stats[i].y = exp(worker_stats[i].x - head.x) * head.y;
-    }
-    barrier();
-    // Threads over the outputs, and over slices of the workers where they outnumber the outputs.
-    const uint outputs = HEADS * DIM4_V, slices = max(1u, WORKGROUP / outputs);
-    for (uint i = tid; i < outputs * slices; i += WORKGROUP) {
-        const uint out_index = i % outputs, slice = i / outputs, g = out_index / DIM4_V, dim4 = out_index % DIM4_V;
-        vec4 acc = vec4(0.0);
-        for (uint w = slice; w < workers; w += slices)
-            acc += worker_stats[g * workers + w].y * partial_out4[(first_partial + g * stride + w) * DIM4_V + dim4];
-        if (slices == 1u) out4[(token * p.n_head + head0) * DIM4_V + out_index] = acc;
-        else group_out[i] = acc;
-    }
-    if (slices == 1u) return;
-    barrier();
-    if (tid < outputs) {
-        vec4 total = vec4(0.0);
-        [[dont_unroll]] for (uint s = 0; s < slices; ++s) total += group_out[s * outputs + tid];
-        out4[(token * p.n_head + head0) * DIM4_V + tid] = total;
-    }
+// This workgroup's partial of every head it serves: empty where it has no share of the keys.
+void write_empty_partials(uint first_partial) {
+    if (gl_LocalInvocationID.x < HEADS)
+        partial_stats[first_partial + gl_LocalInvocationID.x * gl_NumWorkGroups.x] = vec2(-1.0 / 0.0, 0.0);
 }
 
 void main() {
@@ -130,16 +88,19 @@ void main() {
     held = cache_keys(last_pos, p.n_cells);
     seq_base = token * p.seq_cells;
     const ivec2 keys = visible_keys(held, positions[token], last_pos, p.n_swa, p.n_cells, p.causal != 0u);
-    if (keys.y < keys.x) {  // no key at all (a negative position): an all-zero output, never NaN
-        if (gl_WorkGroupID.x == 0u)
-            for (uint i = tid; i < HEADS * DIM4_V; i += WORKGROUP) out4[(token * p.n_head + head0) * DIM4_V + i] = vec4(0.0);
+    const uint first_partial = (token * p.n_head + head0) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
+    if (keys.y < keys.x) {  // no key at all (a negative position): the merge writes zeros
+        write_empty_partials(first_partial);
         return;
     }
     // Shares of whole steps, so that every worker has at least one visible key.
     const uint n_keys = uint(keys.y - keys.x + 1), steps = (n_keys + STEP_KEYS - 1) / STEP_KEYS;
     const uint wanted = clamp((n_keys + p.worker_keys - 1) / p.worker_keys, 1u, gl_NumWorkGroups.x);
     const uint share = (steps + wanted - 1) / wanted, workers = (steps + share - 1) / share;
-    if (gl_WorkGroupID.x >= workers) return;  // uniform
+    if (gl_WorkGroupID.x >= workers) {  // uniform
+        write_empty_partials(first_partial);
+        return;
+    }
     const int begin = keys.x + int(gl_WorkGroupID.x * share * STEP_KEYS);
     const int end = min(keys.y + 1, begin + int(share * STEP_KEYS));
 
@@ -218,8 +179,6 @@ void main() {
         head_stats[tid] = vec2(max_all, sum);
     }
     barrier();
-    const bool alone = workers == 1u;  // the share is every key: normalize now, no partials
-    const uint first_partial = (token * p.n_head + head0) * gl_NumWorkGroups.x + gl_WorkGroupID.x;
     [[unroll]] for (uint g = 0; g < HEADS; ++g) {
         const vec2 head = head_stats[g];  // (M, sum)
         const float weight = exp(run_max[g] - head.x);
@@ -233,25 +192,9 @@ void main() {
         for (uint dim4 = tid; dim4 < DIM4_V; dim4 += WORKGROUP) {
             vec4 total = vec4(0.0);
             [[dont_unroll]] for (uint j = 0; j < KEY_GROUPS; ++j) total += group_out[j * DIM4_V + dim4];
-            if (alone) out4[(token * p.n_head + head0 + g) * DIM4_V + dim4] = total / head.y;
-            else partial_out4[(first_partial + g * gl_NumWorkGroups.x) * DIM4_V + dim4] = total;
+            partial_out4[(first_partial + g * gl_NumWorkGroups.x) * DIM4_V + dim4] = total;
         }
-        if (tid == 0u && !alone) partial_stats[first_partial + g * gl_NumWorkGroups.x] = head;
+        if (tid == 0u) partial_stats[first_partial + g * gl_NumWorkGroups.x] = head;
         barrier();
     }
-    if (alone) return;
-
-    // Every partial write of this workgroup is made visible before it counts itself in; the
-    // workgroup that completes the count sees everyone's.
-    memoryBarrierBuffer();
-    barrier();
-    if (tid == 0u) {
-        const uint counter = token * gl_NumWorkGroups.y + gl_WorkGroupID.y;
-        last_arrival = atomicAdd(arrivals[counter], 1u) == workers - 1u;
-        if (last_arrival) arrivals[counter] = 0u;  // every other worker has counted itself already
-    }
-    barrier();
-    if (!last_arrival) return;
-    memoryBarrierBuffer();
-    merge_partials(head0, token, workers);
 }

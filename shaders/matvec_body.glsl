@@ -4,12 +4,16 @@
 // texel buffers (shaders/dequant_common.glsl says why).
 // The input vector `in` is formed from x as it is loaded (specialization INPUT), so no pass writes it:
 //   INPUT_PLAIN     in = x
-//   INPUT_RMS_NORM  in = x / sqrt(mean(x^2) + p.eps) * norm_weight: each workgroup sums x^2 itself,
-//                   cols floats, little next to the weight bytes of its rows
+//   INPUT_RMS_NORM  in = x / sqrt(mean(x^2) + p.eps) * norm_weight, as a scalar epilogue: the rows are
+//                   dotted with x * norm_weight while each team sums the x^2 of the same loads (a team
+//                   reads all of x once), and its results are scaled by 1 / rms at the end
 //   INPUT_SWIGLU    in = swiglu(gate, up), INPUT_GEGLU in = geglu(gate, up), for x = [gate | up] of
-//                   cols values each (shaders/glu.glsl)
+//                   cols values each (shaders/glu.glsl); every team recomputes them (ops::glu_input_pays)
 // With TOKENS > 1 (INPUT_PLAIN), W multiplies that many vectors at once: each piece of weights is decoded
 // once and dotted with every token's x (a small batch reads the weights once).
+// With OUTPUT a GLU (OUTPUT_SWIGLU...), W is [gate | up] (2 n rows, one segment) and y [TOKENS][n] is
+// act(gate x) * (up x): a team's first ROWS_PER_TEAM / 2 rows are gate rows, the others the up rows
+// of the same outputs, so each activation is computed once, by the team that owns both of its dots.
 // With EXPERT_IDS (ops/expert_matmul.h) W is a stack of expert matrices and workgroup z is a slot:
 // y[slot] = W_{ids[slot]} in[slot] (INPUT_PLAIN or a GLU). Bindings: 0 weights, 1 x, 2 ids, 3 y.
 //
@@ -27,13 +31,13 @@
 const uint MAX_ROWS_PER_TEAM = 8;
 const uint MAX_TOKENS = 8;
 const uint INPUT_PLAIN = 0, INPUT_RMS_NORM = 1, INPUT_SWIGLU = 2, INPUT_GEGLU = 3, INPUT_SWIGLU_OAI = 4;  // ops::MatvecInput::Kind
+const uint OUTPUT_PLAIN = 0, OUTPUT_SWIGLU = INPUT_SWIGLU, OUTPUT_GEGLU = INPUT_GEGLU, OUTPUT_SWIGLU_OAI = INPUT_SWIGLU_OAI;
 
 layout(local_size_x_id = 0) in;
 layout(constant_id = 3) const uint THREADS_PER_ROW = 32;  // 1 or a multiple of the subgroup size
 layout(constant_id = 4) const uint ROWS_PER_TEAM = 1;     // 1..MAX_ROWS_PER_TEAM
 layout(constant_id = 5) const uint INPUT = INPUT_PLAIN;
-// INPUT_RMS_NORM: sum x^2 over the whole workgroup (rows too long for one subgroup to loop over).
-layout(constant_id = 6) const bool NORM_BY_WORKGROUP = false;
+layout(constant_id = 6) const uint OUTPUT = OUTPUT_PLAIN;  // a GLU: ROWS_PER_TEAM even
 layout(constant_id = 7) const uint TOKENS = 1;  // 1..MAX_TOKENS vectors (more than 1: INPUT_PLAIN)
 
 #ifdef TEXEL_READS
@@ -59,35 +63,16 @@ vec4 norm_weight_at(uint i4) { return norm_weight4[i4]; }
 #endif
 layout(push_constant) uniform Push { MatvecParams p; };
 #endif
-#include "workgroup_reduce.glsl"
+#include "subgroup_ops.glsl"
 
-// 1 / rms(x) with INPUT_RMS_NORM, summed over the workgroup (every invocation must call it).
-float input_scale() {
+// in[4 i4 .. 4 i4 + 3], before INPUT_RMS_NORM's 1 / rms (whose x^2 go to sum_squares).
+vec4 input4(uint i4, inout float sum_squares) {
 #ifndef EXPERT_IDS
     if (INPUT == INPUT_RMS_NORM) {
-        float sum_squares = 0.0;
-        if (NORM_BY_WORKGROUP) {
-            for (uint i = gl_LocalInvocationID.x; i < p.cols / 4; i += gl_WorkGroupSize.x) sum_squares += dot(x_at(i), x_at(i));
-            return inversesqrt(workgroup_sum(sum_squares) / float(p.cols) + p.eps);
-        }
-        // Each subgroup sums all of x itself: no barrier, which would make lavapipe run the workgroup's
-        // invocations as coroutines. Its lanes step by the lanes it has: a workgroup smaller than the
-        // subgroup (or not a multiple of it) leaves a subgroup short of gl_SubgroupSize. (A constant stride
-        // where the workgroup is whole subgroups, as on every default launch.)
-        const uint lanes = gl_WorkGroupSize.x % gl_SubgroupSize == 0
-                               ? gl_SubgroupSize
-                               : min(gl_SubgroupSize, gl_WorkGroupSize.x - gl_SubgroupID * gl_SubgroupSize);
-        for (uint i = gl_SubgroupInvocationID; i < p.cols / 4; i += lanes) sum_squares += dot(x_at(i), x_at(i));
-        return inversesqrt(subgroupAdd(sum_squares) / float(p.cols) + p.eps);
+        const vec4 x = x_at(i4);
+        sum_squares = fma(x.x, x.x, fma(x.y, x.y, fma(x.z, x.z, fma(x.w, x.w, sum_squares))));
+        return x * norm_weight_at(i4);
     }
-#endif
-    return 1.0;
-}
-
-// in[4 i4 .. 4 i4 + 3].
-vec4 input4(uint i4, float scale) {
-#ifndef EXPERT_IDS
-    if (INPUT == INPUT_RMS_NORM) return x_at(i4) * scale * norm_weight_at(i4);
 #endif
     if (INPUT == INPUT_SWIGLU) return swiglu(x_at(i4), x_at(i4 + p.cols / 4));
     if (INPUT == INPUT_GEGLU) return geglu(x_at(i4), x_at(i4 + p.cols / 4));
@@ -95,13 +80,18 @@ vec4 input4(uint i4, float scale) {
     return x_at(i4);
 }
 
-// Per subgroup and row, when a team spans several subgroups (lanes are assumed to fill subgroups in
-// local invocation order, as every driver does for a 1-D workgroup).
-const uint SUMS = MAX_ROWS_PER_TEAM * MAX_TOKENS;  // acc[row * MAX_TOKENS + token]
-shared float subgroup_sums[ROWS_PER_TEAM * TOKENS * gl_WorkGroupSize.x];
+// acc[row * MAX_TOKENS + token], then the lane's sum of x^2 (INPUT_RMS_NORM). Per subgroup and sum,
+// when a team spans several subgroups (lanes are assumed to fill subgroups in local invocation order,
+// as every driver does for a 1-D workgroup).
+const uint SUMS = MAX_ROWS_PER_TEAM * MAX_TOKENS + 1, SUM_SQUARES = SUMS - 1;
+const uint USED_SUMS = ROWS_PER_TEAM * TOKENS + 1;  // the last only with INPUT_RMS_NORM
+shared float subgroup_sums[USED_SUMS * gl_WorkGroupSize.x];
 
-bool sum_used(uint i) { return i / MAX_TOKENS < ROWS_PER_TEAM && i % MAX_TOKENS < TOKENS; }
-uint sum_slot(uint i) { return i / MAX_TOKENS * TOKENS + i % MAX_TOKENS; }  // among the used ones
+bool sum_used(uint i) {
+    if (i == SUM_SQUARES) return INPUT == INPUT_RMS_NORM;
+    return i / MAX_TOKENS < ROWS_PER_TEAM && i % MAX_TOKENS < TOKENS;
+}
+uint sum_slot(uint i) { return i == SUM_SQUARES ? USED_SUMS - 1 : i / MAX_TOKENS * TOKENS + i % MAX_TOKENS; }
 
 // Sums each row's (and token's) partial sums over the team; the result is valid in the team's lane 0.
 // A team is one invocation or whole subgroups (the host keeps THREADS_PER_ROW a multiple of the
@@ -112,7 +102,7 @@ void reduce_team(inout float acc[SUMS], uint lane, uint team) {
         if (sum_used(i)) acc[i] = subgroupAdd(acc[i]);
     if (THREADS_PER_ROW == gl_SubgroupSize) return;
 
-    const uint subgroups_per_team = THREADS_PER_ROW / gl_SubgroupSize, used = ROWS_PER_TEAM * TOKENS;
+    const uint subgroups_per_team = THREADS_PER_ROW / gl_SubgroupSize, used = USED_SUMS;
     if (subgroupElect())
         [[unroll]] for (uint i = 0; i < SUMS; ++i)
             if (sum_used(i)) subgroup_sums[gl_SubgroupID * used + sum_slot(i)] = acc[i];
@@ -170,12 +160,12 @@ float piece_dot(vec4 q[PIECE_RUNS], vec2 scale_bias[PIECE_GROUPS], vec4 xs[PIECE
 #endif
 
 // The input values of one piece (from x_offset, in floats) and each scale group's sum of them.
-void load_piece_input(uint x_offset, uint piece, uint runs, float scale, out PIECE_VEC4 xs[PIECE_RUNS],
+void load_piece_input(uint x_offset, uint piece, uint runs, inout float sum_squares, out PIECE_VEC4 xs[PIECE_RUNS],
                       out float xsum[PIECE_GROUPS]) {
     const uint runs_per_group = PIECE_RUNS / PIECE_GROUPS;
     [[unroll]] for (uint i = 0; i < PIECE_RUNS; ++i) {
         vec4 x = vec4(0.0);
-        if (i < runs) x = input4(piece_x4(x_offset, piece, i), scale);
+        if (i < runs) x = input4(piece_x4(x_offset, piece, i), sum_squares);
         xs[i] = piece_input(x, i);
         if (HAS_BIAS) {
             if (i % runs_per_group == 0) xsum[i / runs_per_group] = 0.0;
@@ -187,11 +177,11 @@ void load_piece_input(uint x_offset, uint piece, uint runs, float scale, out PIE
 // Adds one piece of each of the team's rows (row_byte[r] their first bytes; the piece lies block_offset
 // bytes and x_offset floats into them) dotted with every token's input to acc.
 void accumulate_piece(inout float acc[SUMS], uint row_byte[MAX_ROWS_PER_TEAM], uint x_offset, uint block_offset,
-                      uint piece, uint runs, float scale) {
+                      uint piece, uint runs) {
     PIECE_VEC4 xs[PIECE_RUNS];
     float xsum[PIECE_GROUPS];
     if (TOKENS == 1) {  // one x load serves every row of the team
-        load_piece_input(x_offset, piece, runs, scale, xs, xsum);
+        load_piece_input(x_offset, piece, runs, acc[SUM_SQUARES], xs, xsum);
         [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
             if (r < ROWS_PER_TEAM) {
                 PIECE_VEC4 q[PIECE_RUNS];
@@ -207,7 +197,7 @@ void accumulate_piece(inout float acc[SUMS], uint row_byte[MAX_ROWS_PER_TEAM], u
             if (r < ROWS_PER_TEAM) decode_piece(row_byte[r] + block_offset, piece, runs, q[r], scale_bias[r]);
         [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
             if (t >= TOKENS) continue;
-            load_piece_input(x_offset + t * p.cols, piece, runs, scale, xs, xsum);
+            load_piece_input(x_offset + t * p.cols, piece, runs, acc[SUM_SQUARES], xs, xsum);
             [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
                 const uint sum = r * MAX_TOKENS + t;
                 if (r < ROWS_PER_TEAM) acc[sum] = piece_dot(q[r], scale_bias[r], xs, xsum, acc[sum]);
@@ -222,11 +212,12 @@ void main() {
     const uint team = gl_LocalInvocationID.x / THREADS_PER_ROW;
     // Groups may be laid out in 2-D when one dimension cannot hold them all.
     const uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-    const uint first_row = (group * teams + team) * ROWS_PER_TEAM;
+    // A GLU output's team owns ROWS_PER_TEAM / 2 outputs: that many gate rows, then their up rows.
+    const uint outputs = OUTPUT == OUTPUT_PLAIN ? ROWS_PER_TEAM : ROWS_PER_TEAM / 2;
+    const uint first_row = (group * teams + team) * outputs;
     const uint pieces = (p.cols + PIECE_ELEMS - 1) / PIECE_ELEMS;
     const uint pieces_per_block = BLOCK_ELEMS / PIECE_ELEMS;
     const uint row_bytes = weight_row_bytes(p.cols);
-    const float scale = input_scale();
 #ifdef EXPERT_IDS
     // Row i of the selection is row `expert_first + i` of the whole stack; the bound segment holds
     // stack rows row_offset .. row_offset + row_count - 1. A workgroup none of whose rows lie in it exits.
@@ -250,7 +241,12 @@ void main() {
         const int local = int(expert_first + first_row + r) - int(p.row_offset);
         row_byte[r] = uint(clamp(local, 0, int(p.row_count) - 1)) * row_bytes;
 #else
-        row_byte[r] = min(first_row + r, p.row_count - 1) * row_bytes;
+        if (OUTPUT == OUTPUT_PLAIN) {
+            row_byte[r] = min(first_row + r, p.row_count - 1) * row_bytes;
+        } else {
+            const uint half_rows = p.row_count / 2, gate_row = min(first_row + r % outputs, half_rows - 1);
+            row_byte[r] = (gate_row + (r >= outputs ? half_rows : 0)) * row_bytes;
+        }
 #endif
     }
     [[unroll]] for (uint i = 0; i < SUMS; ++i) acc[i] = 0.0;
@@ -265,7 +261,7 @@ void main() {
     const uint whole_pieces = DENSE ? p.cols / PIECE_ELEMS : pieces;
     uint u = lane;
     for (; u < whole_pieces; u += THREADS_PER_ROW) {
-        accumulate_piece(acc, row_byte, x_base + col0, block_offset, piece, PIECE_RUNS, scale);
+        accumulate_piece(acc, row_byte, x_base + col0, block_offset, piece, PIECE_RUNS);
         col0 += block_step * BLOCK_ELEMS;
         block_offset += block_step * BLOCK_BYTES;
         if (piece_step != 0) {
@@ -278,10 +274,13 @@ void main() {
         }
     }
     if (DENSE && u < pieces)
-        accumulate_piece(acc, row_byte, x_base + col0, block_offset, piece, (p.cols % PIECE_ELEMS) / 4, scale);
+        accumulate_piece(acc, row_byte, x_base + col0, block_offset, piece, (p.cols % PIECE_ELEMS) / 4);
 
     reduce_team(acc, lane, team);
     if (lane != 0) return;
+#ifndef EXPERT_IDS
+    const float norm_scale = INPUT == INPUT_RMS_NORM ? inversesqrt(acc[SUM_SQUARES] / float(p.cols) + p.eps) : 1.0;
+#endif
     [[unroll]] for (uint r = 0; r < MAX_ROWS_PER_TEAM; ++r) {
 #ifdef EXPERT_IDS
         const uint stack_row = expert_first + first_row + r;
@@ -289,11 +288,22 @@ void main() {
             stack_row < p.row_offset + p.row_count)
             y[slot * p.y_stride + p.y_offset + first_row + r] = acc[r * MAX_TOKENS];
 #else
+        if (OUTPUT != OUTPUT_PLAIN) {
+            const uint half_rows = p.rows / 2;
+            if (r >= outputs || first_row + r >= half_rows) continue;
+            [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
+                if (t >= TOKENS) continue;
+                const vec4 gate = vec4(acc[r * MAX_TOKENS + t] * norm_scale), up = vec4(acc[(r + outputs) * MAX_TOKENS + t] * norm_scale);
+                const vec4 value = OUTPUT == OUTPUT_SWIGLU ? swiglu(gate, up) : OUTPUT == OUTPUT_GEGLU ? geglu(gate, up) : swiglu_oai(gate, up);
+                y[t * half_rows + first_row + r] = value.x;
+            }
+            continue;
+        }
         if (r >= ROWS_PER_TEAM || first_row + r >= p.row_count) continue;
         [[unroll]] for (uint t = 0; t < MAX_TOKENS; ++t) {
             if (t >= TOKENS) continue;
             const uint index = t * p.rows + p.row_offset + first_row + r;
-            float value = acc[r * MAX_TOKENS + t];
+            float value = acc[r * MAX_TOKENS + t] * norm_scale;
             if (p.accumulate != 0u) value += y[index];
             y[index] = value;
         }

@@ -127,6 +127,13 @@ VKLLM_PARAMS_STRUCT(AttentionParams) {
                      // from cell t * seq_cells
 } VKLLM_PARAMS_END(AttentionParams, 56);
 
+// Decode attention's merge (shaders/attn_decode_merge.comp): the partials of `workers` workgroups per
+// query head, [token][head][worker], into each head's output.
+VKLLM_PARAMS_STRUCT(AttentionMergeParams) {
+    uint n_head;
+    uint workers;
+} VKLLM_PARAMS_END(AttentionMergeParams, 8);
+
 // Prefill attention's pass arguments (shaders/attn_prefill_spans.comp): n_spans passes of span_keys key
 // indices below key_end, each groups_x x groups_y workgroups where some query sees a key in it.
 VKLLM_PARAMS_STRUCT(AttentionSpanParams) {

@@ -204,7 +204,7 @@ Capabilities probe(VkPhysicalDevice device) {
     caps.integer_dot_product = vulkan13 && features13.shaderIntegerDotProduct;
     caps.integer_dot_product_accelerated =
         caps.integer_dot_product && dot.integerDotProduct4x8BitPackedSignedAccelerated;
-    caps.vulkan_memory_model = vulkan12 && features12.vulkanMemoryModel;
+    caps.vulkan_memory_model = vulkan12 && features12.vulkanMemoryModel && features12.vulkanMemoryModelDeviceScope;
     caps.cooperative_matrix = has_cooperative_matrix && matrix_features.cooperativeMatrix &&
                               (matrix_stages.cooperativeMatrixSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT);
     if (caps.cooperative_matrix) caps.cooperative_matrix_shapes = cooperative_matrix_shapes(device);

@@ -55,7 +55,9 @@ struct Capabilities {
     // VK_KHR_cooperative_matrix in compute shaders, and the products it reports.
     bool cooperative_matrix = false;
     std::vector<CooperativeMatrixShape> cooperative_matrix_shapes;
-    bool vulkan_memory_model = false;  // the memory model cooperative-matrix shaders are written in
+    // The memory model cooperative-matrix shaders are written in, with Device scope: once the model is
+    // on, every shader's Device-scope atomic (kv_write's) needs vulkanMemoryModelDeviceScope.
+    bool vulkan_memory_model = false;
 
     // subgroups
     uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;

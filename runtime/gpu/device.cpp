@@ -110,7 +110,7 @@ Device::Device(const Instance& instance, DeviceChoice choice, const DeviceOption
     features12.shaderInt8 = caps_.int8;
     features12.storageBuffer8BitAccess = caps_.storage_buffer_8bit;
     features12.timelineSemaphore = caps_.timeline_semaphore;
-    features12.vulkanMemoryModel = caps_.coopmat_kernels();
+    features12.vulkanMemoryModel = features12.vulkanMemoryModelDeviceScope = caps_.coopmat_kernels();
     VkPhysicalDeviceVulkan13Features features13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
     features13.subgroupSizeControl = caps_.subgroup_size_control;
     features13.computeFullSubgroups = caps_.compute_full_subgroups;

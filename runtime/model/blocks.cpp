@@ -159,11 +159,9 @@ void attention(Builder& b, const std::string& name, const ops::AttentionConfig& 
     auto scratch = b.graph.transient(name + "_scratch",
                                      std::max<uint64_t>(4, decode ? ops::attention_decode_scratch_bytes(config, shape)
                                                                   : ops::attention_prefill_scratch_bytes(config, shape)));
-    ops::AttentionBuffers buffers{regions.q, regions.k_cache, regions.v_cache, regions.positions, regions.out, scratch};
-    if (!decode) return b.add(name, ops::attention_prefill(b.device, config, shape, buffers));
-    // The decode kernel's arrival counters persist between runs, left zero by each.
-    buffers.counters = b.graph.zeroed(name + "_counters", ops::attention_decode_counter_bytes(config, shape));
-    b.add(name, ops::attention_decode(b.device, config, shape, buffers));
+    const ops::AttentionBuffers buffers{regions.q, regions.k_cache, regions.v_cache, regions.positions, regions.out, scratch};
+    b.add(name, decode ? ops::attention_decode(b.device, config, shape, buffers)
+                       : ops::attention_prefill(b.device, config, shape, buffers));
 }
 
 uint32_t sequence_cells(const Builder& b, const KvLayerRegions& cache) {
@@ -237,7 +235,27 @@ void glu_down(Builder& b, const std::string& prefix, graph::Region gate_up, uint
 
 void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
              uint32_t n_ff, float rms_eps) {
-    auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), b.shape.n_tokens * 2 * n_ff * f32);
+    const uint32_t n_tokens = b.shape.n_tokens;
+    // Fused gate and up rows in one buffer: their matvec writes act(gate) * up itself, each activation
+    // computed once, and the down projection reads a plain vector.
+    if (weights.gate_up.parts.size() == 1) {
+        const Weight& gate_up = weights.gate_up.parts[0];
+        const ops::WeightMatrix matrix = gate_up.matrix(b.graph);
+        if (ops::matvec_glu_supported(b.device.caps(), matrix, n_tokens)) {
+            auto hidden = b.graph.transient(layer_name(layer, "ffn_hidden"), n_tokens * n_ff * f32);
+            const std::string norm_name = layer_name(layer, "ffn_norm");
+            const std::optional<graph::Region> normed = norm_pass(b, x, weights.norm, rms_eps, norm_name);
+            const ops::MatvecInput input = normed ? ops::MatvecInput::plain(*normed)
+                                                  : ops::MatvecInput::rms_norm(x, weights.norm.region(b.graph), rms_eps);
+            b.add(layer_name(layer, "ffn_gate_up"), ops::matvec_glu(b.device, matrix, activation, input, hidden, n_tokens),
+                  gate_up.bytes());
+            return residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
+                                [&](graph::Region y, bool accumulate) {
+                                    project(b, layer_name(layer, "ffn_down"), weights.down, hidden, y, accumulate);
+                                });
+        }
+    }
+    auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), n_tokens * 2 * n_ff * f32);
     project_normed(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, x, weights.norm, rms_eps, gate_up,
                    layer_name(layer, "ffn_norm"));
     residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,

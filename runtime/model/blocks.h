@@ -115,7 +115,8 @@ struct FeedForwardWeights {
 void glu_down(Builder& b, const std::string& prefix, graph::Region gate_up, uint32_t n_ff, ops::Glu activation,
               const std::string& down_name, const Weight& down, graph::Region y, bool accumulate);
 
-// x += down · act(gate · norm(x)) * (up · norm(x)).
+// x += down · act(gate · norm(x)) * (up · norm(x)). Gate and up fused in one buffer, for up to
+// ops::matvec_max_tokens tokens: their matvec writes the activations (ops::matvec_glu); else glu_down.
 void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& weights, ops::Glu activation,
              uint32_t n_ff, float rms_eps);
 

@@ -21,8 +21,7 @@ constexpr uint32_t decode_max_accumulators = 16;
 // Decode splits a query's keys over at most this many workgroups per head group, shared among its
 // queries (more only where the cache needs them to keep each one under its loop cap), each taking at
 // least worker_keys: on GPUs enough workgroups to fill every compute unit; on CPU devices, where every
-// workgroup has a sizable fixed cost, about cpu_decode_workgroups in all. 128 is
-// attn_decode_split.comp's MAX_WORKERS.
+// workgroup has a sizable fixed cost, about cpu_decode_workgroups in all.
 constexpr uint32_t decode_max_workers = 128, gpu_worker_keys = 256, cpu_worker_keys = 512, cpu_decode_workgroups = 16;
 // Keys one attn_decode workgroup may take: its loop runs once per block of keys (lavapipe's loop cap),
 // and with basic subgroup operations (subgroup_ops.glsl's loops) about once per key and head.
@@ -34,6 +33,7 @@ constexpr uint32_t decode_max_worker_keys = 65536, decode_max_worker_keys_basic 
 // (lavapipe's loop cap).
 constexpr uint32_t split_lane_floats = 128, split_workgroup = 128, split_workgroups_per_unit = 4;
 constexpr uint32_t default_compute_units = 16, split_max_steps = 8192;
+constexpr uint32_t merge_workgroup = 64;  // attn_decode_merge's invocations per query head
 constexpr uint32_t prefill_rows_per_thread = 4;
 constexpr uint32_t prefill_tiles_per_pass = 64;  // keeps each invocation's loops in the low thousands
 constexpr uint32_t prefill_min_tile = 8;          // keys per tile: 32, 16 or 8 (fit_prefill_launch)
@@ -149,10 +149,10 @@ std::optional<SplitLaunch> fit_split_launch(const gpu::Capabilities& caps, const
                 launch.key_lanes = lanes;
                 break;
             }
-    // group_out, group_stats, head_stats, worker_stats and last_arrival of the shader
+    // group_out, group_stats and head_stats of the shader
     auto shared_bytes = [&](uint64_t workgroup) {
         const uint64_t key_groups = workgroup / launch.key_lanes;
-        return key_groups * config.head_dim_v * 4 + (key_groups + 1 + decode_max_workers) * launch.heads * 8 + 4;
+        return key_groups * config.head_dim_v * 4 + (key_groups + 1) * launch.heads * 8;
     };
     for (launch.workgroup = flat_workgroup_size(caps, split_workgroup); launch.workgroup >= 2 * launch.key_lanes;
          launch.workgroup /= 2)
@@ -263,19 +263,11 @@ uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const Att
            uint64_t(shape.n_tokens) * config.n_head * decode_workers_bound(shape) * 8;
 }
 
-// One per query and head group; the device picks the group size, so this is sized for groups of one.
-uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const AttentionShape& shape) {
-    return uint64_t(shape.n_tokens) * config.n_head * 4;
-}
-
 std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                               const AttentionShape& shape, const AttentionBuffers& buffers,
                                               uint32_t workers_wanted) {
     check(config, shape, buffers, "attention_decode");
     require_scratch(buffers, attention_decode_scratch_bytes(config, shape), "attention_decode");
-    if (buffers.counters.size < attention_decode_counter_bytes(config, shape))
-        fail("attention_decode: counters of {} bytes, {} needed", buffers.counters.size,
-             attention_decode_counter_bytes(config, shape));
     const gpu::Capabilities& caps = device.caps();
     const std::optional<SplitLaunch> split = fit_split_launch(caps, config);
     const uint32_t lanes = std::max(1u, caps.subgroup_size);
@@ -296,10 +288,11 @@ std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const Attenti
     const uint64_t max_worker_keys = split        ? uint64_t(split_max_steps) * split->step_keys()
                                      : arithmetic ? decode_max_worker_keys
                                                   : decode_max_worker_keys_basic;
-    const uint32_t bound = decode_workers_bound(shape), most = split ? std::min(bound, decode_max_workers) : bound;
+    const uint32_t most = decode_workers_bound(shape);
     workers = std::max(std::min(workers, most), uint32_t((shape.n_cells + max_worker_keys - 1) / max_worker_keys));
     if (shape.n_tokens > caps.max_workgroup_count[2] || head_groups > caps.max_workgroup_count[1] || workers > most ||
-        workers > caps.max_workgroup_count[0])
+        workers > caps.max_workgroup_count[0] || config.n_head > caps.max_workgroup_count[0] ||
+        shape.n_tokens > caps.max_workgroup_count[1])
         fail("attention_decode: {} queries over {} cells exceed the device's dispatch limits", shape.n_tokens, shape.n_cells);
     const uint64_t out_bytes = decode_partial_out_bytes(config, shape);
     const graph::Region partial_out = buffers.scratch.sub(0, out_bytes);
@@ -318,15 +311,21 @@ std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const Attenti
                        {buffers.k_cache, gpu::Access::Read},
                        {buffers.v_cache, gpu::Access::Read},
                        {buffers.positions, gpu::Access::Read},
-                       {partial_out, gpu::Access::ReadWrite},
-                       {partial_stats, gpu::Access::ReadWrite},
-                       {buffers.counters, gpu::Access::ReadWrite},
-                       {buffers.out, gpu::Access::Write}};
+                       {partial_out, gpu::Access::Write},
+                       {partial_stats, gpu::Access::Write}};
     // At least two steps per workgroup on GPUs: fewer keys than that share no better.
     const uint32_t worker_keys = workers_wanted ? 1 : cpu ? cpu_worker_keys : split ? 2 * split->step_keys() : gpu_worker_keys;
     decode.params(attention_params(config, shape, worker_keys, 0, shape.n_cells));
     decode.groups = {workers, head_groups, shape.n_tokens};
-    return {decode};
+    // The merge, a dispatch of its own: the barrier between them orders the partials before their
+    // reads on any device and memory model, and no counter outlives a run.
+    graph::Dispatch merge;
+    merge.pipeline = &device.pipelines().get(
+        "attn_decode_merge", {{{0, flat_workgroup_size(caps, merge_workgroup)}, {1, config.head_dim_v}}});
+    merge.bindings = {{partial_out, gpu::Access::Read}, {partial_stats, gpu::Access::Read}, {buffers.out, gpu::Access::Write}};
+    merge.params(params::AttentionMergeParams{.n_head = config.n_head, .workers = workers});
+    merge.groups = {config.n_head, shape.n_tokens, 1};
+    return {decode, merge};
 }
 
 namespace {

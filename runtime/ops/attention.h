@@ -47,13 +47,10 @@ struct AttentionShape {
 };
 
 // The buffers: q f32 [n_tokens] rows of q_stride floats, each starting with [n_head][head_dim_k]; caches as kv_write fills them; positions int32
-// [n_tokens]; out f32 [n_tokens][n_head][head_dim_v]; scratch of the op's scratch_bytes. Decode also
-// takes counters: u32 of attention_decode_counter_bytes, zero before its first dispatch runs; every
-// dispatch leaves them zero again, so they persist between runs (graph::Graph::zeroed) and a recorded
-// dispatch can be replayed.
+// [n_tokens]; out f32 [n_tokens][n_head][head_dim_v]; scratch of the op's scratch_bytes, which holds
+// nothing between runs.
 struct AttentionBuffers {
     graph::Region q, k_cache, v_cache, positions, out, scratch;
-    graph::Region counters = {};
 };
 
 // "attn_decode_q8_0_texel": the pipeline of a cache-reading kernel for the cache type, its fp16
@@ -61,10 +58,10 @@ struct AttentionBuffers {
 std::string kv_pipeline_name(std::string_view kernel, KvType type, bool float16, const gpu::Capabilities& caps);
 
 uint64_t attention_decode_scratch_bytes(const AttentionConfig& config, const AttentionShape& shape);
-uint64_t attention_decode_counter_bytes(const AttentionConfig& config, const AttentionShape& shape);
 // workers (0: the device's choice; tests set it) is how many workgroups per head group may share a
 // query's keys: on GPUs enough workgroups for every compute unit (gpu::Capabilities::compute_units),
-// a few on CPU devices; a test's count splits the keys as finely as it allows. One dispatch.
+// a few on CPU devices; a test's count splits the keys as finely as it allows. Two dispatches: the
+// workgroups' partial results, then their merge.
 std::vector<graph::Dispatch> attention_decode(gpu::Device& device, const AttentionConfig& config,
                                               const AttentionShape& shape, const AttentionBuffers& buffers,
                                               uint32_t workers = 0);

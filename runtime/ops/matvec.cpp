@@ -17,9 +17,6 @@ namespace {
 // lavapipe silently stops loops (65535 iterations for these kernels, 21845 for a loop in
 // ../shared/docs/lavapipe.md); longer rows get more threads per row.
 constexpr uint32_t max_cols_per_invocation = 32768;
-// x^2 steps (vec4s) one lane of a subgroup takes summing an RMSNorm input before the workgroup shares
-// the sum instead.
-constexpr uint32_t max_norm_steps = 1024;
 
 // The smallest team that spans whole subgroups whatever size the driver picks.
 uint32_t subgroup_team(const gpu::Capabilities& caps) {
@@ -64,13 +61,6 @@ void check_config(const MatvecConfig& config, const gpu::Capabilities& caps, ggu
         fail("matvec: {} rows per team (1 to {})", config.rows_per_team, matvec_max_rows_per_team);
     if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
         fail("matvec: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
-}
-
-// An RMSNorm input is summed by each subgroup on its own (no barrier) unless that would loop past a
-// few thousand iterations; then the workgroup shares the sum.
-uint32_t norm_by_workgroup(const gpu::Capabilities& caps, const MatvecInput& input, uint32_t cols) {
-    const uint32_t subgroup = std::max(caps.min_subgroup_size ? caps.min_subgroup_size : caps.subgroup_size, 1u);
-    return input.kind == MatvecInput::Kind::RmsNorm && cols / 4 / subgroup > max_norm_steps ? 1 : 0;
 }
 
 }  // namespace
@@ -169,8 +159,15 @@ MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, u
     return fit_row_length(config, caps, type, cols);
 }
 
+bool matvec_glu_supported(const gpu::Capabilities& caps, const WeightMatrix& gate_up, uint32_t n_tokens) {
+    return gate_up.segments.size() == 1 && gate_up.rows % 2 == 0 && n_tokens >= 1 && n_tokens <= matvec_max_tokens &&
+           matvec_config(caps, gate_up.type, gate_up.cols, n_tokens).rows_per_team % 2 == 0;
+}
+
 bool glu_input_pays(const gpu::Capabilities& caps, const WeightMatrix& weights) {
-    if (caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return true;
+    // GPUs: every row team would recompute all the activations, an exp and a divide per two weights,
+    // which binds the projection to the special-function units (issue 35); a pass costs one dispatch.
+    if (caps.type != VK_PHYSICAL_DEVICE_TYPE_CPU) return false;
     // lavapipe: a dispatch costs ~55 us (../shared/docs/lavapipe.md), an activation step of one
     // subgroup roughly 10 ns, and each workgroup takes cols / threads_per_row steps (the 1B llama's
     // ffn_down: 64 x 8192, about 2.6 ms on 2 cores, where stories260K's is 2 x 172).
@@ -192,17 +189,26 @@ std::vector<graph::Dispatch> matvec(gpu::Device& device, const WeightMatrix& wei
 
 namespace {
 
+using Kind = MatvecInput::Kind;
+
+bool is_glu(Kind kind) { return kind == Kind::SwiGlu || kind == Kind::GeGlu || kind == Kind::SwiGluOai; }
+
+Kind glu_kind(Glu activation) { return MatvecInput::glu(activation, {}).kind; }
+
+// output: Plain, or the GLU of a [gate | up] matrix's two halves (matvec_glu).
 std::vector<graph::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
                                            const graph::Region& y, uint32_t n_tokens, bool accumulate,
-                                           std::optional<MatvecConfig> config) {
-    using Kind = MatvecInput::Kind;
+                                           std::optional<MatvecConfig> config, Kind output = Kind::Plain) {
     const gpu::Capabilities& caps = device.caps();
     const std::vector<WeightSegment> segments = weight_segments(weights, "matvec");
     if (n_tokens == 0 || n_tokens > matvec_max_tokens || (n_tokens > 1 && input.kind != Kind::Plain))
         fail("matvec: {} vectors at once (1 to {}, formed inputs for 1 only)", n_tokens, matvec_max_tokens);
-    const bool glu = input.kind == Kind::SwiGlu || input.kind == Kind::GeGlu || input.kind == Kind::SwiGluOai;
-    const uint64_t x_bytes = uint64_t(n_tokens) * weights.cols * 4 * (glu ? 2 : 1);
-    const uint64_t y_bytes = uint64_t(n_tokens) * weights.rows * 4;
+    const bool glu_output = output != Kind::Plain;
+    if (glu_output && (is_glu(input.kind) || accumulate || weights.rows % 2 != 0 || segments.size() != 1))
+        fail("matvec: a GLU output takes a plain or RMSNorm input, no accumulation, and a [gate | up] matrix of "
+             "an even row count in one buffer ({} rows in {} segments)", weights.rows, segments.size());
+    const uint64_t x_bytes = uint64_t(n_tokens) * weights.cols * 4 * (is_glu(input.kind) ? 2 : 1);
+    const uint64_t y_bytes = uint64_t(n_tokens) * weights.rows * 4 / (glu_output ? 2 : 1);
     if (input.x.size < x_bytes || y.size < y_bytes)
         fail("matvec: {} x {} weights need x of {} bytes and y of {} bytes, got {} and {}", weights.rows,
              weights.cols, x_bytes, y_bytes, input.x.size, y.size);
@@ -212,17 +218,21 @@ std::vector<graph::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatr
     MatvecConfig launch = config ? *config : matvec_config(caps, weights.type, weights.cols, n_tokens);
     check_config(launch, caps, weights.type);
     launch = fit_row_length(launch, caps, weights.type, weights.cols);
+    if (glu_output && launch.rows_per_team % 2 != 0)
+        fail("matvec: a GLU output needs an even number of rows per team, not {}", launch.rows_per_team);
 
     std::vector<gpu::SpecConstant> spec = {{0, launch.workgroup_size}, {3, launch.threads_per_row},
                                            {4, launch.rows_per_team}, {5, uint32_t(input.kind)},
-                                           {6, norm_by_workgroup(caps, input, weights.cols)}, {7, n_tokens}};
+                                           {6, uint32_t(output)}, {7, n_tokens}};
     // The slice kernels read F16 and BF16 rows in 16-byte loads where every row starts so aligned
     // (ALIGNED_ROWS in shaders/dequant_common.glsl; segments start at least 64-byte aligned).
     const bool half_rows = weights.type == gguf::GgmlType::F16 || weights.type == gguf::GgmlType::BF16;
     if (!launch.texel_reads && half_rows && weight_row_bytes(weights.type, weights.cols) % 16 == 0)
         spec.push_back({8, 1});
     const gpu::Pipeline& pipeline = device.pipelines().get(matvec_pipeline_name(weights.type, launch), {spec});
-    const uint32_t rows_per_group = launch.workgroup_size / launch.threads_per_row * launch.rows_per_team;
+    // Outputs per workgroup: a GLU output's team owns half its rows' outputs.
+    const uint32_t rows_per_group =
+        launch.workgroup_size / launch.threads_per_row * launch.rows_per_team / (glu_output ? 2 : 1);
     std::vector<graph::Dispatch> dispatches;
     for (const WeightSegment& segment : segments) {
         graph::Dispatch& dispatch = dispatches.emplace_back();
@@ -235,7 +245,8 @@ std::vector<graph::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatr
         dispatch.params(params::MatvecParams{.cols = weights.cols, .rows = weights.rows,
                                              .row_count = segment.row_count, .row_offset = segment.row_offset,
                                              .accumulate = accumulate, .eps = input.eps});
-        dispatch.groups = group_grid((segment.row_count + rows_per_group - 1) / rows_per_group, caps);
+        const uint32_t outputs = glu_output ? segment.row_count / 2 : segment.row_count;
+        dispatch.groups = group_grid((outputs + rows_per_group - 1) / rows_per_group, caps);
     }
     return dispatches;
 }
@@ -245,6 +256,12 @@ std::vector<graph::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatr
 std::vector<graph::Dispatch> matvec(gpu::Device& device, const WeightMatrix& weights, const MatvecInput& input,
                                     const graph::Region& y, bool accumulate, std::optional<MatvecConfig> config) {
     return matvec_tokens(device, weights, input, y, 1, accumulate, config);
+}
+
+std::vector<graph::Dispatch> matvec_glu(gpu::Device& device, const WeightMatrix& gate_up, Glu activation,
+                                        const MatvecInput& input, const graph::Region& y, uint32_t n_tokens,
+                                        std::optional<MatvecConfig> config) {
+    return matvec_tokens(device, gate_up, input, y, n_tokens, false, config, glu_kind(activation));
 }
 
 std::vector<graph::Dispatch> matvec_batch(gpu::Device& device, const WeightMatrix& weights, const graph::Region& x,

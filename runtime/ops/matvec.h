@@ -79,7 +79,8 @@ struct MatvecInput {
     float eps = 0;                                // RmsNorm
 
     static MatvecInput plain(const graph::Region& x) { return {.x = x}; }
-    // x / sqrt(mean(x^2) + eps) * weight: the RMSNorm before a projection.
+    // x / sqrt(mean(x^2) + eps) * weight: the RMSNorm before a projection, applied as a scalar
+    // epilogue (the rows dotted with x * weight, the results scaled by 1 / rms).
     static MatvecInput rms_norm(const graph::Region& x, const graph::Region& weight, float eps) {
         return {.kind = Kind::RmsNorm, .x = x, .norm_weight = weight, .eps = eps};
     }
@@ -110,9 +111,18 @@ std::vector<graph::Dispatch> matvec_batch(gpu::Device& device, const WeightMatri
                                           const graph::Region& y, uint32_t n_tokens, bool accumulate,
                                           std::optional<MatvecConfig> config = std::nullopt);
 
+// hidden = act(gate in) * (up in) for gate_up = [gate | up] (2 n rows in one segment; hidden
+// [n_tokens][n]), the input Plain or (one token) an RMSNorm: each team dots gate and up rows of the same
+// outputs and applies the activation once per output, so the down projection multiplies a plain
+// vector (no activation pass, no recomputation per row team). Where matvec_glu_supported says the
+// device's launch allows it: one segment and an even number of rows per team.
+bool matvec_glu_supported(const gpu::Capabilities& caps, const WeightMatrix& gate_up, uint32_t n_tokens);
+std::vector<graph::Dispatch> matvec_glu(gpu::Device& device, const WeightMatrix& gate_up, Glu activation,
+                                        const MatvecInput& input, const graph::Region& hidden, uint32_t n_tokens,
+                                        std::optional<MatvecConfig> config = std::nullopt);
 // Whether a GLU input, whose activations every row team recomputes, costs less than the activation
-// pass it saves: on GPUs always; on CPU devices, where each lane recomputes all `cols` of them, only
-// while that stays near one dispatch's fixed cost (tiny models).
+// pass it saves: on GPUs never (an exp per two weights); on CPU devices, where each lane recomputes all
+// `cols` of them, only while that stays near one dispatch's fixed cost (tiny models).
 bool glu_input_pays(const gpu::Capabilities& caps, const WeightMatrix& weights);
 
 }  // namespace vkllm::ops

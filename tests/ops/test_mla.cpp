@@ -96,9 +96,8 @@ void check_latent_attention(uint32_t n_head, uint32_t latent, uint32_t rope, ops
     gpu::Buffer q_buffer = test::upload(q), k = test::upload_bytes(cache), scratch = test::zero_buffer(scratch_bytes);
     gpu::Buffer position_buffer = test::upload_values(std::span<const int32_t>(positions));
     gpu::Buffer out = test::upload(std::vector<float>(out_count, NAN));
-    gpu::Buffer counters = test::zero_buffer(ops::attention_decode_counter_bytes(config, shape));
     test::OpGraph g;
-    const ops::AttentionBuffers buffers{g(q_buffer), g(k), g(k), g(position_buffer), g(out), g(scratch), g(counters)};
+    const ops::AttentionBuffers buffers{g(q_buffer), g(k), g(k), g(position_buffer), g(out), g(scratch)};
     g.run(prefill ? ops::attention_prefill(test::device(), config, shape, buffers, 0, coopmat)
                   : ops::attention_decode(test::device(), config, shape, buffers));
 
@@ -140,7 +139,7 @@ TEST_CASE("attention refuses a V stride shorter than its heads") {
     gpu::Buffer any = test::zero_buffer(1 << 16);
     test::OpGraph g;
     const graph::Region r = g(any);
-    const ops::AttentionBuffers buffers{r, r, r, r, r, r, r};
+    const ops::AttentionBuffers buffers{r, r, r, r, r, r};
     for (uint32_t v_stride : {16u, 34u})
         CHECK_THROWS_AS(ops::attention_decode(test::device(), config, {1, 8, ops::KvType::F16, 0, v_stride}, buffers),
                         Error);

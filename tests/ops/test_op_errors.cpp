@@ -50,11 +50,11 @@ TEST_CASE("ops refuse shapes and buffers they cannot run") {
     CHECK_THROWS_AS(ops::kv_write(device, ops::KvType::Q8_0, {.n_tokens = 1, .row_size = 48, .n_cells = 4}, r, r, r), Error);
     CHECK_THROWS_AS(ops::kv_write(device, ops::KvType::F16, {.n_tokens = 1, .row_size = 64, .n_cells = 1000}, r, r, r), Error);
 
-    const ops::AttentionBuffers buffers{r, r, r, r, r, r, r};
+    const ops::AttentionBuffers buffers{r, r, r, r, r, r};
     const ops::AttentionShape shape{.n_tokens = 1, .n_cells = 4};
     CHECK_THROWS_WITH_AS(ops::attention_decode(device, {.n_head = 2, .n_head_kv = 1, .head_dim_k = 16, .head_dim_v = 16},
-                                               shape, {r, r, r, r, r, r, small.sub(0, 4)}),
-                         doctest::Contains("counters"), Error);
+                                               shape, {r, r, r, r, r, small.sub(0, 4)}),
+                         doctest::Contains("scratch of 4 bytes"), Error);
     CHECK_THROWS_WITH_AS(ops::attention_decode(device, {.n_head = 6, .n_head_kv = 4, .head_dim_k = 8, .head_dim_v = 8},
                                                shape, buffers),
                          doctest::Contains("attention_decode"), Error);
