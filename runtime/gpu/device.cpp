@@ -201,6 +201,10 @@ void Device::enable_float16_kernels(bool enabled) {
     caps_.float16_kernels = enabled && caps_.float16 && caps_.storage_buffer_16bit;
 }
 
+void Device::enable_int8_activations(bool enabled) {
+    caps_.int8_activation_matmul = enabled && caps_.integer_dot_product;
+}
+
 void Device::submit_and_wait(VkCommandBuffer command_buffer) {
     if (caps_.null_hardware) fail("Vulkan device '{}' is null hardware: nothing can be submitted to it", caps_.name);
     VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};

@@ -52,6 +52,9 @@ public:
     // Turns the fp16 kernels off, or back on where the device has them, for the pipelines chosen
     // from now on (VKLLM_DISABLE_F16 sets it at creation): tests compare both paths on one device.
     void enable_float16_kernels(bool enabled);
+    // The same for int8 activations (Capabilities::int8_matmul; VKLLM_INT8_ACTIVATIONS sets it at
+    // creation): on where the device has integer dot products, or off.
+    void enable_int8_activations(bool enabled);
     VkDevice handle() const { return device_; }
     VkQueue queue() const { return queue_; }
     Allocator& allocator() { return *allocator_; }

@@ -78,8 +78,8 @@ void project(Builder& b, const std::string& name, const Weight& weights, graph::
 }
 
 void project(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x, graph::Region y,
-             bool accumulate) {
-    if (weights.parts.size() == 1) return project(b, name, weights.parts[0], x, y, accumulate);
+             bool accumulate, Activations activations) {
+    if (weights.parts.size() == 1) return project(b, name, weights.parts[0], x, y, accumulate, activations);
     // Parts of different types fill their columns of the one output in turn: directly for one token,
     // through a block copy for many (each token's row interleaves the parts).
     if (accumulate) fail("{}: accumulating a projection of mixed weight types is not supported", name);
@@ -89,10 +89,10 @@ void project(Builder& b, const std::string& name, const WeightGroup& weights, gr
     for (const Weight& part : weights.parts) {
         std::string part_name = fmt::format("{}[{}]", name, part.name);
         if (n_tokens == 1) {
-            project(b, part_name, part, x, y.sub(offset * f32, part.rows * f32), false);
+            project(b, part_name, part, x, y.sub(offset * f32, part.rows * f32), false, activations);
         } else {
             auto part_out = b.graph.transient(part_name + ".out", uint64_t(n_tokens) * part.rows * f32);
-            project(b, part_name, part, x, part_out, false);
+            project(b, part_name, part, x, part_out, false, activations);
             b.graph.add(part_name + ".place",
                         ops::copy_rows(b.device, part_out, {part.rows, 0}, y, {total, offset}, n_tokens, part.rows));
         }
@@ -135,8 +135,10 @@ void project_input(Builder& b, const std::string& name, const Weight& weights, c
 }
 
 void project_normed(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x,
-                    const Weight& norm, float eps, graph::Region y, const std::string& norm_name) {
-    if (auto normed = norm_pass(b, x, norm, eps, norm_name)) return project(b, name, weights, *normed, y, false);
+                    const Weight& norm, float eps, graph::Region y, const std::string& norm_name,
+                    Activations activations) {
+    if (auto normed = norm_pass(b, x, norm, eps, norm_name))
+        return project(b, name, weights, *normed, y, false, activations);
     uint32_t offset = 0;
     for (const Weight& part : weights.parts) {
         const std::string part_name = weights.parts.size() == 1 ? name : fmt::format("{}[{}]", name, part.name);
@@ -257,7 +259,7 @@ void ffn_glu(Builder& b, int layer, graph::Region x, const FeedForwardWeights& w
     }
     auto gate_up = b.graph.transient(layer_name(layer, "gate_up"), n_tokens * 2 * n_ff * f32);
     project_normed(b, layer_name(layer, "ffn_gate_up"), weights.gate_up, x, weights.norm, rms_eps, gate_up,
-                   layer_name(layer, "ffn_norm"));
+                   layer_name(layer, "ffn_norm"), int8_where_it_pays);
     residual_add(b, layer_name(layer, "post_ffw_norm"), x, weights.post_norm, rms_eps,
                  [&](graph::Region y, bool accumulate) {
                      glu_down(b, layer_name(layer, "ffn"), gate_up, n_ff, activation, layer_name(layer, "ffn_down"),

@@ -27,17 +27,27 @@ struct Builder {
     void add(const std::string& name, const std::vector<graph::Dispatch>& dispatches, uint64_t weight_bytes = 0);
 };
 
-// How a projection over many tokens reads x: as the device prefers (int8 blocks where its integer dot
-// products pay for the weight type, ops/matmul.h), or in float whatever the device, for products whose
-// rounding error the rest of the model amplifies (MLA's latent projections, mla.cpp).
-enum class Activations { DeviceChoice, Float };
+// How a projection over many tokens reads x: in float, or as the device prefers (int8 blocks where its
+// integer dot products pay for the weight type, ops/matmul.h). Only the gate and up projections of
+// feed-forwards and experts take the device's choice (Activations::int8_where_it_pays): int8 rounds
+// each value by up to half of max |x| / 127 of its 32-value block, and every other product's error
+// costs the logits more for its share of the work. Over random models of the fixtures' shapes
+// (tests/model/test_int8_activations.cpp), each product alone in int8 moves the logits by (median
+// relative RMS, mistral4 Q8_0): MLA's attn_q_a 1.1e-2, attn_q_b 1.2e-2, attn_kv_a_mqa 1.4e-2, the
+// dense layer's ffn_down 1.2e-2 (heavy-tailed GLU outputs), attn_output 8.6e-3, the head 6.0e-3, the
+// shared expert's down 6.6e-3 and the experts' 5.8e-3, against ffn_gate_up 1.0e-2 for the largest
+// share of the work (llama: attn_qkv 3.7e-3, ffn_down 1.1e-2, ffn_gate_up 9.3e-3); all of them in int8
+// land every family at 1.6e-2 to 2.3e-2, past the 30% margin under the 2.5e-2 criterion
+// (docs/PERFORMANCE.md).
+enum class Activations { Float, DeviceChoice };
+inline constexpr Activations int8_where_it_pays = Activations::DeviceChoice;
 
 // y = W x (y += W x with accumulate) for the builder's tokens; x [n_tokens][cols], y [n_tokens][rows].
 // A group's parts write their rows in turn.
 void project(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x, graph::Region y,
-             bool accumulate);
+             bool accumulate, Activations activations = Activations::Float);
 void project(Builder& b, const std::string& name, const Weight& weights, graph::Region x, graph::Region y,
-             bool accumulate, Activations activations = Activations::DeviceChoice);
+             bool accumulate, Activations activations = Activations::Float);
 
 // y = W x + bias (y += W x + bias with accumulate); bias f32 [rows of W], or none.
 void linear(Builder& b, const std::string& name, const WeightGroup& weights, const std::optional<Weight>& bias,
@@ -54,7 +64,8 @@ void project_input(Builder& b, const std::string& name, const Weight& weights, c
 // y = W rmsnorm(x) * norm: one fused pass per part for one token; a norm pass (norm_name) and the
 // projection for many.
 void project_normed(Builder& b, const std::string& name, const WeightGroup& weights, graph::Region x,
-                    const Weight& norm, float eps, graph::Region y, const std::string& norm_name);
+                    const Weight& norm, float eps, graph::Region y, const std::string& norm_name,
+                    Activations activations = Activations::Float);
 void project_normed(Builder& b, const std::string& name, const Weight& weights, graph::Region x, const Weight& norm,
                     float eps, graph::Region y, const std::string& norm_name);
 

@@ -17,14 +17,6 @@ constexpr uint64_t f32 = sizeof(float);
 
 std::string layer_name(int layer, std::string_view what) { return fmt::format("blk.{}.{}", layer, what); }
 
-// The projections into the latents (attn_q_a, attn_kv_a_mqa) and out of q's (attn_q_b) keep float
-// activations on every device: each latent is normalised over a few values and then reaches every
-// head (q through attn_q_b, the cached latent as every head's key and value), so int8 rounding there
-// costs the model more than anywhere else. On the mistral4_q8_0 fixture, int8 everywhere lands 0.033
-// from the exact pass (llama.cpp's own int8 CPU run: 0.032), these three in float 0.021, within the
-// 2.5e-2 criterion; every other product in float instead moves it less (docs/PERFORMANCE.md).
-constexpr Activations latent_activations = Activations::Float;
-
 // Q as attention reads it, [n_tokens][n_head][R + rope]: each head's no-RoPE query through its slice of
 // attn_k_b (the latent part), then its rotated RoPE query.
 graph::Region absorbed_queries(Builder& b, int layer, graph::Region normed, const MlaWeights& w, const MlaSpec& s) {
@@ -32,14 +24,13 @@ graph::Region absorbed_queries(Builder& b, int layer, graph::Region normed, cons
     graph::Region q_in = normed;
     if (w.q_a) {
         q_in = b.graph.transient(layer_name(layer, "q_a"), n_tokens * w.q_a->rows * f32);
-        project(b, layer_name(layer, "attn_q_a"), *w.q_a, normed, q_in, false, latent_activations);
+        project(b, layer_name(layer, "attn_q_a"), *w.q_a, normed, q_in, false);
         rms_norm(b, layer_name(layer, "attn_q_a_norm"), q_in, *w.q_a_norm, q_in, w.q_a->rows, s.rms_eps);
     }
     // qk_nope floats past the last head let the RoPE view, which starts at the first head's RoPE part,
     // span whole heads.
     auto q = b.graph.transient(layer_name(layer, "q"), (n_tokens * s.n_head * q_head + s.qk_nope) * f32);
-    project(b, layer_name(layer, w.q_a ? "attn_q_b" : "attn_q"), w.q, q_in, q, false,
-            w.q_a ? latent_activations : Activations::DeviceChoice);
+    project(b, layer_name(layer, w.q_a ? "attn_q_b" : "attn_q"), w.q, q_in, q, false);
     b.graph.add(layer_name(layer, "rope_q"),
                 ops::rope(b.device, s.rope, {n_tokens, s.n_head, q_head, s.n_head * q_head}, s.rope_phases,
                           b.step.positions, q.sub(s.qk_nope * f32, n_tokens * s.n_head * q_head * f32)));
@@ -64,7 +55,7 @@ void write_cache_rows(Builder& b, int layer, graph::Region normed, const MlaWeig
                       const KvLayerRegions& cache, ops::KvType kv_type) {
     const uint32_t n_tokens = b.shape.n_tokens, k_row = mla_cache_row(s), R = s.kv_lora_rank;
     auto rows = b.graph.transient(layer_name(layer, "kv_a"), n_tokens * k_row * f32);
-    project(b, layer_name(layer, "attn_kv_a_mqa"), w.kv_a, normed, rows, false, latent_activations);
+    project(b, layer_name(layer, "attn_kv_a_mqa"), w.kv_a, normed, rows, false);
     b.graph.add(layer_name(layer, "rope_k"),
                 ops::rope(b.device, s.rope, {n_tokens, 1, s.qk_rope, k_row}, s.rope_phases, b.step.positions,
                           rows.sub(R * f32, ((n_tokens - 1) * k_row + s.qk_rope) * f32)));

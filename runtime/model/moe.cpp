@@ -31,12 +31,14 @@ void expert_matvec(Builder& b, const std::string& name, const Weight& stack, con
           active_bytes(stack, select, n_used));
 }
 
-// The x of a chunk's expert products: [token][cols], or [token][slot][cols] per slot. Where the
-// device's integer dot products pay for a stack's type (ops/matmul.h), the products read its int8
-// blocks instead, quantized once for all the stacks that take them.
+// The x of a chunk's expert products: [token][cols], or [token][slot][cols] per slot. With
+// int8_where_it_pays (the gate and up products, blocks.h) and where the device's integer dot products
+// pay for a stack's type (ops/matmul.h), the products read its int8 blocks instead, quantized once for
+// all the stacks that take them.
 struct ChunkInput {
     graph::Region x;
     bool per_slot = false;
+    Activations activations = Activations::Float;
     std::optional<graph::Region> x_int8;
 };
 
@@ -44,7 +46,8 @@ struct ChunkInput {
 void expert_matmul(Builder& b, const std::string& name, const Weight& stack, const ops::ExpertRows& select,
                    ChunkInput& input, const ExpertLists& lists, graph::Region y, uint32_t n_used) {
     const uint32_t n_tokens = b.shape.n_tokens;
-    const bool int8 = ops::int8_activations_pay(b.device.caps(), stack.type);
+    const bool int8 =
+        input.activations == int8_where_it_pays && ops::int8_activations_pay(b.device.caps(), stack.type);
     if (int8 && !input.x_int8) {
         const uint32_t x_rows = input.per_slot ? n_tokens * n_used : n_tokens;
         input.x_int8 = b.graph.transient(name + ".x_int8", ops::int8_activation_bytes(x_rows, stack.cols));
@@ -96,7 +99,7 @@ graph::Region routed_experts_chunk(Builder& b, int layer, graph::Region normed, 
                 ops::moe_group(b.device, ids, lists.counts, lists.entries, n_expert, n_used, n_tokens));
     auto gate = b.graph.transient(layer_name(layer, "ffn_moe_gate"), slots * n_ff * f32);
     auto up = b.graph.transient(layer_name(layer, "ffn_moe_up"), slots * n_ff * f32);
-    ChunkInput input{normed};
+    ChunkInput input{normed, false, int8_where_it_pays};
     if (w.gate_up_exps) {
         // A fused stack gives each expert's gate rows, then its up rows: two products over one tensor.
         expert_matmul(b, layer_name(layer, "ffn_gate_exps"), *w.gate_up_exps, {n_expert, 2 * n_ff, 0, n_ff}, input,
@@ -124,7 +127,7 @@ void shared_expert(Builder& b, int layer, graph::Region normed, const MoeWeights
                    graph::Region out) {
     const uint32_t n_ff = spec.n_ff_shexp;
     auto gate_up = b.graph.transient(layer_name(layer, "ffn_shexp_gate_up_out"), b.shape.n_tokens * 2 * n_ff * f32);
-    project(b, layer_name(layer, "ffn_gate_up_shexp"), *w.gate_up_shexp, normed, gate_up, false);
+    project(b, layer_name(layer, "ffn_gate_up_shexp"), *w.gate_up_shexp, normed, gate_up, false, int8_where_it_pays);
     glu_down(b, layer_name(layer, "ffn_shexp"), gate_up, n_ff, spec.activation, layer_name(layer, "ffn_down_shexp"),
              *w.down_shexp, out, false);
 }

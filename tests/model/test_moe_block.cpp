@@ -65,8 +65,8 @@ struct Block {
           bias(test::random_floats(n_expert, seed + 5, -0.2f, 0.2f)) {}
 
     // x[t] += the block over normed[t], one token at a time, the obvious way; with int8_activations
-    // every product's input rounded to int8 blocks first, as ops::quantize_q8 rounds it (the router's
-    // F32 product keeps its floats).
+    // the gate and up products' input rounded to int8 blocks first, as ops::quantize_q8 rounds it (the
+    // router and the down products keep their floats, model/blocks.h).
     void reference(std::span<const float> normed, std::span<float> x, uint32_t n_tokens,
                    bool int8_activations = false) const {
         auto rounded = [&](std::span<const float> values) {
@@ -86,14 +86,14 @@ struct Block {
                 ref::expert_products(gate_up_exps.type, gate_up_exps.blocks, 2 * n_ff, n_embd, n_ff, n_ff, id, in,
                                      false, up);
                 ref::swiglu(gate, up, hidden);
-                ref::expert_products(down_exps.type, down_exps.blocks, n_embd, n_ff, 0, n_embd, id, rounded(hidden),
-                                     false, out);
+                ref::expert_products(down_exps.type, down_exps.blocks, n_embd, n_ff, 0, n_embd, id, hidden, false,
+                                     out);
                 for (uint32_t i = 0; i < n_embd; ++i) sum[i] += double(route.weights[s]) * out[i];
             }
             const std::vector<float> gate_up = product(gate_up_shexp, in);
             std::vector<float> hidden(n_ff_shexp);
             ref::swiglu(std::span(gate_up).first(n_ff_shexp), std::span(gate_up).subspan(n_ff_shexp), hidden);
-            const std::vector<float> shared = product(down_shexp, rounded(hidden));
+            const std::vector<float> shared = product(down_shexp, hidden);
             for (uint32_t i = 0; i < n_embd; ++i) x[size_t(t) * n_embd + i] += float(sum[i] + shared[i]);
         }
     }
