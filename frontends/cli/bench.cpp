@@ -175,6 +175,10 @@ int bench(Args args) {
         {"model", engine->info().name},
         {"arch", engine->info().arch},
         {"weight_bytes", engine->info().weight_bytes},
+        {"load_s", engine->load_seconds()},
+        {"memory", {{"planned_bytes", engine->memory_plan().total()},
+                    {"device_peak_bytes", engine->device().allocator().stats().peak_used_bytes},
+                    {"resident_peak_bytes", peak_resident_bytes()}}},
         {"repetitions", reps},
     };
     if (kv_fill) out["kv_fill"] = kv_fill;
@@ -224,8 +228,10 @@ int bench(Args args) {
         std::printf("%s\n", out.dump(2).c_str());
         return 0;
     }
-    std::printf("device: %s (%s)\nmodel: %s, %.1f MiB of weights\n", caps.name.c_str(), out["driver"].get<std::string>().c_str(),
-                out["model"].get<std::string>().c_str(), engine->info().weight_bytes / 1048576.0);
+    std::printf("device: %s (%s)\nmodel: %s, %.1f MiB of weights, loaded in %.2f s; memory: %.1f MiB planned, "
+                "%.1f MiB resident at the peak\n", caps.name.c_str(), out["driver"].get<std::string>().c_str(),
+                out["model"].get<std::string>().c_str(), engine->info().weight_bytes / 1048576.0, engine->load_seconds(),
+                engine->memory_plan().total() / 1048576.0, peak_resident_bytes() / 1048576.0);
     if (kv_fill) std::printf("decode after --kv-fill %u: a context of %u tokens, cells repeated from a %u-token prompt\n",
                              kv_fill, kv_fill, std::min(kv_fill, kv_fill_prompt));
     std::printf("\n");

@@ -19,16 +19,21 @@ void ModelOptions::declare(Options& options) {
         .required()
         .add("-c,--ctx-size", n_ctx, "N", "context size in tokens; 0: the model's own, at most 4096")
         .add("--device", device, "I|NAME", "the Vulkan device by index or part of its name (vkllm devices lists them)")
-        .add("--kv-type", [this](std::string_view value) {
-                 if (value == "f16") kv_type = ops::KvType::F16;
-                 else if (value == "q8_0") kv_type = ops::KvType::Q8_0;
-                 else fail("--kv-type must be f16 or q8_0, not '{}'", value);
-             }, "f16|q8_0", "the KV cache's cell type", "f16")
-        .flag("--verbose", verbose, "print load time, KV cache size and the sampling seed")
+        .add("--kv-type", [this](std::string_view value) { kv_type = parse_kv_type(value); }, "f16|q8_0",
+             "the KV cache's cell type", "f16")
+        .flag("--verbose", verbose, "print the memory plan, load time, KV cache size and the sampling seed")
+        .flag("--no-mmap", no_mmap, "read the model file into memory instead of mapping it")
+        .flag("--mlock", mlock, "keep the weights in RAM, never swapped out (fails beyond `ulimit -l`)")
         .add("--dump-graph", dump_graph_path, "FILE", "write the baked decode graph as text")
         .add("--stats-json", stats_json_path, "FILE", "write the decode graph's passes, dispatches, barriers and timings")
         .ignored("-ngl,--n-gpu-layers,--gpu-layers", true, "every layer runs on the Vulkan device")
         .ignored("-t,--threads", true, "the Vulkan device does the work; lavapipe takes LP_NUM_THREADS");
+}
+
+ops::KvType parse_kv_type(std::string_view value) {
+    if (value == "f16") return ops::KvType::F16;
+    if (value == "q8_0") return ops::KvType::Q8_0;
+    fail("--kv-type must be f16 or q8_0, not '{}'", value);
 }
 
 void ModelOptions::check() const {
@@ -100,8 +105,17 @@ std::unique_ptr<engine::Engine> open_engine(const ModelOptions& options, const s
     auto engine = std::make_unique<engine::Engine>(engine::EngineOptions{
         .model_path = options.model_path, .device = options.device, .n_ctx = options.n_ctx, .n_seq = n_seq,
         .kv_type = options.kv_type, .mmproj_path = mmproj_path, .chat_template_path = chat_template_path,
-        .progress = [&report](uint64_t done, uint64_t total) { report.update(done, total); }});
+        .progress = [&report](uint64_t done, uint64_t total) { report.update(done, total); },
+        .mmap = !options.no_mmap, .mlock = options.mlock});
+    const model::MemoryPlan& plan = engine->memory_plan();
+    if (plan.weights_host)
+        std::fprintf(stderr, "%.1f MiB of weights do not fit in the %.1f MiB of device-local memory left: %s (%.1f MiB) "
+                             "run from host memory, slower\n", plan.weights_host / 1048576.0,
+                     (plan.budget.device_local - std::min(plan.budget.device_local, plan.kv + plan.compute)) / 1048576.0,
+                     plan.host_units.c_str(), plan.weights_host / 1048576.0);
     if (options.verbose) {
+        const std::string text = plan.describe();
+        std::fwrite(text.data(), 1, text.size(), stderr);
         const model::ModelInfo& info = engine->info();
         const model::Session& session = engine->session();
         std::fprintf(stderr, "model: %s (%s), %u layers, vocabulary %u; weights %.1f MiB loaded in %.2f s on %s\n",
@@ -132,7 +146,20 @@ std::span<const float> run_prompt(engine::Engine& engine, std::span<const int32_
     return engine::prefill(session, 0, tokens, [&report](uint64_t done, uint64_t total) { report.update(done, total); });
 }
 
+uint64_t peak_resident_bytes() {
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.starts_with("VmHWM:")) return std::stoull(line.substr(6)) * 1024;  // "VmHWM:   123456 kB"
+    return 0;
+}
+
 void write_reports(const ModelOptions& options, engine::Engine& engine) {
+    if (options.verbose) {
+        const gpu::MemoryStats stats = engine.device().allocator().stats();
+        std::fprintf(stderr, "memory: %.1f MiB planned; device allocations peaked at %.1f MiB; the process peaked at "
+                             "%.1f MiB resident\n", engine.memory_plan().total() / 1048576.0,
+                     stats.peak_used_bytes / 1048576.0, peak_resident_bytes() / 1048576.0);
+    }
     if (!options.dump_graph_path.empty()) {
         std::ofstream out(options.dump_graph_path);
         engine.session().dump_decode_graph(out);

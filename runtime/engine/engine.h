@@ -1,8 +1,9 @@
 #pragma once
 // An opened model: what every frontend (run, chat, eval, perplexity, bench, serve) starts from. The
 // device, the GGUF file (tensors are views into its mapping), the weights on the GPU, the tokenizer,
-// one session of n_seq sequences, the chat template and, with an mmproj, the image encoder. Weights and the KV cache
-// are checked against the device's memory before anything is uploaded.
+// one session of n_seq sequences, the chat template and, with an mmproj, the image encoder. Weights, the KV cache
+// and compute buffers are planned against the device's memory before anything is uploaded (model/memory_plan.h).
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,6 +13,7 @@
 #include "engine/generation.h"
 #include "gguf/reader.h"
 #include "gpu/device.h"
+#include "model/memory_plan.h"
 #include "model/session.h"
 #include "model/weights.h"
 #include "sampling/token_table.h"
@@ -29,6 +31,8 @@ struct EngineOptions {
     std::string mmproj_path;            // an image encoder (Gemma 3 SigLIP, Pixtral); empty: none
     std::string chat_template_path;     // a Jinja file replacing the model's template; empty: the model's
     model::WeightLoader::Progress progress;  // called as weights upload (bytes done, total)
+    bool mmap = true;                   // false: the file is read into memory (--no-mmap)
+    bool mlock = false;                 // the weights locked in RAM (--mlock; model::WeightPlacement::lock)
 };
 
 class Engine {
@@ -45,6 +49,8 @@ public:
     const model::ModelInfo& info() const { return model_->info(); }
     const tokenizer::Tokenizer& tokenizer() const { return tokenizer_; }
     model::Session& session() { return *session_; }
+    // Where the weights went, the context and what it all takes (model/memory_plan.h).
+    const model::MemoryPlan& memory_plan() const { return plan_; }
 
     // The template conversations render through: the file's, the model's, or ChatML when the model
     // has none (chat_template_is_fallback(); llama.cpp falls back the same way).
@@ -61,16 +67,19 @@ public:
     // The image encoder of options().mmproj_path; null without one.
     vision::Encoder* encoder() { return encoder_.get(); }
 
-    // Seconds from the constructor's start until the weights were on the device and the decode
-    // graph baked (its pipelines compiled or read from the pipeline cache).
+    // Seconds from the constructor's start (before the device and the file are opened) until the
+    // weights were on the device and the decode graph baked (its pipelines compiled or read from the
+    // pipeline cache).
     double load_seconds() const { return load_seconds_; }
 
 private:
+    std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();  // before the file is opened
     EngineOptions options_;
     gpu::Instance instance_;
     gpu::Device device_;
     gguf::File file_;
     tokenizer::Tokenizer tokenizer_;
+    model::MemoryPlan plan_;
     std::unique_ptr<model::Model> model_;
     std::unique_ptr<model::Session> session_;
     std::optional<chat::ChatTemplate> chat_template_;

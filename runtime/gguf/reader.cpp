@@ -16,45 +16,87 @@
 
 namespace vkllm::gguf {
 
-// The bytes of one part: a read-only private mapping of a file, or a buffer the File owns.
+// The bytes of one part: a read-only private mapping of a file, the file read into private memory
+// (ReadMode::Read), or a buffer the File owns. The descriptor stays open while the pages of uploaded
+// tensors may be released.
 class Mapping {
 public:
     explicit Mapping(std::vector<std::byte> bytes) : owned_(std::move(bytes)), bytes_(owned_) {}
 
-    explicit Mapping(const std::filesystem::path& path) {
-        const std::string name = path.string();
-        const int fd = ::open(name.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) fail("{}: cannot open: {}", name, std::strerror(errno));
+    Mapping(const std::filesystem::path& path, ReadMode mode) : name_(path.string()) {
+        fd_ = ::open(name_.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd_ < 0) fail("{}: cannot open: {}", name_, std::strerror(errno));
         struct stat info {};
-        if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
-            ::close(fd);
-            fail("{}: not a regular file", name);
+        if (::fstat(fd_, &info) != 0 || !S_ISREG(info.st_mode)) {
+            ::close(fd_);
+            fail("{}: not a regular file", name_);
         }
         const size_t size = size_t(info.st_size);
-        if (size > 0) {
-            void* address = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (size == 0) return;
+        // Read mode: anonymous memory the file is read into, so no page of the file stays mapped;
+        // released ranges are mapped from the file again, so they read the same bytes on a later touch.
+        const bool read = mode == ReadMode::Read;
+        void* address = ::mmap(nullptr, size, read ? PROT_READ | PROT_WRITE : PROT_READ,
+                               read ? MAP_PRIVATE | MAP_ANONYMOUS : MAP_PRIVATE, read ? -1 : fd_, 0);
+        if (address == MAP_FAILED) {
             const int mmap_errno = errno;
-            ::close(fd);
-            if (address == MAP_FAILED) fail("{}: cannot map {} bytes: {}", name, size, std::strerror(mmap_errno));
-            mapped_ = address;
-            bytes_ = {static_cast<const std::byte*>(address), size};
-        } else {
-            ::close(fd);
+            ::close(fd_);
+            fail("{}: cannot map {} bytes: {}", name_, size, std::strerror(mmap_errno));
         }
+        mapped_ = address;
+        bytes_ = {static_cast<const std::byte*>(address), size};
+        if (read) read_all(static_cast<std::byte*>(address), size);
     }
 
     Mapping(const Mapping&) = delete;
     Mapping& operator=(const Mapping&) = delete;
     ~Mapping() {
         if (mapped_) ::munmap(mapped_, bytes_.size());
+        if (fd_ >= 0) ::close(fd_);
     }
 
     std::span<const std::byte> bytes() const { return bytes_; }
 
+    // The whole pages inside `range` leave the process: a file mapping drops them (a later read
+    // faults them in from the file again), read memory is mapped from the file in their place, and
+    // the kernel's page cache lets go of them too. A buffer the File owns keeps them.
+    void release(std::span<const std::byte> range) const {
+        if (!mapped_ || range.empty()) return;
+        static const size_t page = size_t(::sysconf(_SC_PAGESIZE));
+        const size_t offset = size_t(range.data() - bytes_.data());
+        const size_t begin = (offset + page - 1) / page * page, end = (offset + range.size()) / page * page;
+        if (begin >= end) return;
+        std::byte* address = static_cast<std::byte*>(mapped_) + begin;
+        if (read_mode_)
+            ::mmap(address, end - begin, PROT_READ, MAP_PRIVATE | MAP_FIXED, fd_, off_t(begin));
+        else
+            ::madvise(address, end - begin, MADV_DONTNEED);
+        ::posix_fadvise(fd_, off_t(begin), off_t(end - begin), POSIX_FADV_DONTNEED);
+    }
+
 private:
+    std::string name_;
     std::vector<std::byte> owned_;
+    int fd_ = -1;
     void* mapped_ = nullptr;
+    bool read_mode_ = false;
     std::span<const std::byte> bytes_;
+
+    void read_all(std::byte* out, size_t size) {
+        read_mode_ = true;
+        for (size_t done = 0; done < size;) {
+            const ssize_t got = ::pread(fd_, out + done, size - done, off_t(done));
+            if (got < 0 && errno == EINTR) continue;
+            if (got <= 0) {
+                const std::string why = got < 0 ? std::strerror(errno) : "the file ended early";
+                ::munmap(mapped_, size);
+                ::close(fd_);
+                fail("{}: cannot read byte {} of {}: {}", name_, done, size, why);
+            }
+            done += size_t(got);
+        }
+        ::mprotect(out, size, PROT_READ);
+    }
 };
 
 namespace {
@@ -98,10 +140,10 @@ File File::from_bytes(std::vector<std::byte> bytes, std::string name) {
     return file;
 }
 
-File File::open(const std::filesystem::path& path) {
+File File::open(const std::filesystem::path& path, ReadMode mode) {
     File file;
     file.name_ = path.string();
-    file.parts_.push_back(std::make_unique<Mapping>(path));
+    file.parts_.push_back(std::make_unique<Mapping>(path, mode));
     file.part_names_.push_back(file.name_);
     std::vector<Part> parts;
     parts.push_back(parse_part(file.parts_[0]->bytes(), file.name_, 0));
@@ -116,7 +158,7 @@ File File::open(const std::filesystem::path& path) {
                  count, count);
         for (uint32_t k = 1; k < count; ++k) {
             file.part_names_.push_back(paths[k].string());
-            file.parts_.push_back(std::make_unique<Mapping>(paths[k]));
+            file.parts_.push_back(std::make_unique<Mapping>(paths[k], mode));
             const std::string& name = file.part_names_[k];
             parts.push_back(parse_part(file.parts_[k]->bytes(), name, k));
             if (split_key(parts[k], name, "split.no") != k || split_key(parts[k], name, "split.count") != count)
@@ -149,6 +191,8 @@ void File::join(std::vector<Part>& parts) {
 
 uint64_t File::part_size(size_t part) const { return parts_.at(part)->bytes().size(); }
 uint64_t File::data_offset(size_t part) const { return data_offsets_.at(part); }
+
+void File::release(const Tensor& tensor) const { parts_.at(tensor.part)->release(tensor.data); }
 
 const Value* File::find(std::string_view key) const {
     const auto it = key_index_.find(key);

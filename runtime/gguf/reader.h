@@ -88,15 +88,19 @@ struct Tensor {
     std::string shape_string() const;  // "4096 x 32000"
 };
 
-class Mapping;  // the bytes of one part: a read-only mmap or an owned buffer
+class Mapping;  // the bytes of one part: a read-only mmap, the file read into memory, or an owned buffer
 struct Part;    // one parsed part, before the parts are joined
+
+// How File::open holds a file: mapped (pages read on first touch, shared with the page cache), or
+// read whole into the process's memory at open (--no-mmap: for file systems where mapping is slow).
+enum class ReadMode { Map, Read };
 
 class File {
 public:
     // Opens and validates a GGUF file. For a split model name the first part
     // (`name-00001-of-00003.gguf`): the other parts are found next to it and opened too; metadata
     // comes from the first part, tensors from all.
-    static File open(const std::filesystem::path& path);
+    static File open(const std::filesystem::path& path, ReadMode mode = ReadMode::Map);
     // Parses a file image held in memory (the fuzzer's path); `name` stands for the file in errors.
     // A part of a split model is read on its own.
     static File from_bytes(std::vector<std::byte> bytes, std::string name = "<memory>");
@@ -111,6 +115,10 @@ public:
     size_t n_parts() const { return parts_.size(); }
     uint64_t part_size(size_t part) const;
     uint64_t data_offset(size_t part) const;  // start of that part's tensor data section
+    // The tensor's bytes were copied where they are needed (uploaded): the whole pages they hold
+    // leave the process's memory and the page cache. Its data still reads the same, from the file
+    // again, so only a tensor that is not read again should be released. A file from bytes keeps them.
+    void release(const Tensor& tensor) const;
 
     // Metadata in file order, and lookup by key (nullptr when absent).
     std::span<const KeyValue> metadata() const { return metadata_; }

@@ -254,6 +254,8 @@ void apply_switches(Capabilities& caps) {
         caps.int8_activation_matmul = caps.integer_dot_product_accelerated;
     caps.cooperative_matrix_kernels = env::flag("VKLLM_COOPMAT") && coopmat_kernels_fit(caps);
     caps.force_staging = env::flag("VKLLM_FORCE_STAGING");
+    // A small "discrete GPU" out of any device: weights beyond it go to host memory (model/memory_plan.h).
+    if (auto limit = env::bytes("VKLLM_DEVICE_LOCAL_LIMIT")) caps.memory_budget = std::min(caps.memory_budget, *limit);
 }
 
 std::optional<CooperativeMatrixShape> Capabilities::coopmat_f16_shape() const {

@@ -89,7 +89,8 @@ struct Capabilities {
     std::vector<MemoryTypeInfo> memory_types;
     uint32_t compute_queue_family = UINT32_MAX;
     // Memory vkllm may plan to use: the device-local heaps, or the host's RAM for a CPU device
-    // (lavapipe reports a heap far smaller than what it can allocate); a profile may lower it.
+    // (lavapipe reports a heap far smaller than what it can allocate); a profile or
+    // VKLLM_DEVICE_LOCAL_LIMIT (a byte count: 512M, 2G) may lower it.
     uint64_t memory_budget = 0;
     // A driver that compiles but has no hardware behind it (RADV_FORCE_FAMILY's "Null hardware"):
     // no memory heaps, nothing can be submitted. Only `vkllm shaders` opens one, on request.

@@ -32,7 +32,7 @@ VkBuffer create_vk_buffer(VkDevice device, VkDeviceSize size) {
 }
 
 struct DomainFlags {
-    VkMemoryPropertyFlags required, preferred;
+    VkMemoryPropertyFlags required, preferred, avoided = 0;
 };
 
 DomainFlags flags_for(MemoryDomain domain) {
@@ -43,6 +43,7 @@ DomainFlags flags_for(MemoryDomain domain) {
         case MemoryDomain::DeviceMapped: return {visible, local};
         case MemoryDomain::Upload: return {visible, 0};
         case MemoryDomain::Readback: return {visible, VK_MEMORY_PROPERTY_HOST_CACHED_BIT};
+        case MemoryDomain::Host: return {visible, 0, local};
     }
     return {0, 0};
 }
@@ -166,15 +167,16 @@ VkBufferView Allocator::texel_view(const BufferRange& range) {
 
 uint32_t Allocator::memory_type_for(MemoryDomain domain, uint32_t allowed_types) const {
     DomainFlags flags = flags_for(domain);
-    uint32_t fallback = UINT32_MAX;
+    // The first type with the required flags, ranked: the preferred ones, then none of the avoided.
+    uint32_t best = UINT32_MAX, best_rank = 0;
     for (uint32_t i = 0; i < memory_properties_.memoryTypeCount; ++i) {
         VkMemoryPropertyFlags have = memory_properties_.memoryTypes[i].propertyFlags;
         if (!(allowed_types & (1u << i)) || (have & flags.required) != flags.required) continue;
-        if ((have & flags.preferred) == flags.preferred) return i;
-        if (fallback == UINT32_MAX) fallback = i;
+        const uint32_t rank = 1 + 2 * ((have & flags.preferred) == flags.preferred) + ((have & flags.avoided) == 0);
+        if (rank > best_rank) best = i, best_rank = rank;
     }
-    if (fallback == UINT32_MAX) fail("the device has no memory type usable for storage buffers in this domain");
-    return fallback;
+    if (best == UINT32_MAX) fail("the device has no memory type usable for storage buffers in this domain");
+    return best;
 }
 
 size_t Allocator::create_block(VkDeviceSize size, uint32_t memory_type) {
@@ -225,6 +227,7 @@ Buffer::Piece Allocator::allocate(VkDeviceSize size, uint32_t memory_type) {
             if (free_size < size) continue;
             block->free_ranges.erase(it);
             if (free_size > size) block->free_ranges[offset + size] = free_size - size;
+            count_used(size);
             return {b, offset, size};
         }
     }
@@ -234,10 +237,17 @@ Buffer::Piece Allocator::allocate(VkDeviceSize size, uint32_t memory_type) {
     Block* block = blocks_[b].get();
     block->free_ranges.erase(0);
     if (block_size > size) block->free_ranges[size] = block_size - size;
+    count_used(size);
     return {b, 0, size};
 }
 
+void Allocator::count_used(VkDeviceSize size) {
+    used_bytes_ += size;
+    peak_used_bytes_ = std::max(peak_used_bytes_, used_bytes_);
+}
+
 void Allocator::free(const Buffer::Piece& piece) {
+    used_bytes_ -= piece.size;
     Block* block = blocks_[piece.block].get();
     auto [it, inserted] = block->free_ranges.emplace(piece.offset, piece.size);
     if (auto next = std::next(it); next != block->free_ranges.end() && it->first + it->second == next->first) {
@@ -286,6 +296,7 @@ Buffer Allocator::create(VkDeviceSize size, MemoryDomain domain, VkDeviceSize sp
 
 MemoryStats Allocator::stats() const {
     MemoryStats stats;
+    stats.peak_used_bytes = peak_used_bytes_;
     for (const auto& block : blocks_) {
         if (!block) continue;
         ++stats.blocks;

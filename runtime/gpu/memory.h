@@ -21,6 +21,8 @@ enum class MemoryDomain {
     DeviceMapped,  // device-local and host-visible where the device has it (integrated, ReBAR, CPU)
     Upload,        // host-visible staging memory the device reads
     Readback,      // host-visible, cached: the device writes, the host reads
+    Host,          // host memory the device reads, not device-local where the device has such a type:
+                   // weights that do not fit device-local memory (model/memory_plan.h)
 };
 
 // A bindable range of one VkBuffer; `mapped` points at its first byte when the host can see it.
@@ -90,6 +92,7 @@ struct MemoryStats {
     uint64_t block_bytes = 0;  // allocated from the driver
     uint64_t used_bytes = 0;   // handed out to buffers
     size_t blocks = 0;
+    uint64_t peak_used_bytes = 0;  // the most used_bytes ever was
 };
 
 class Allocator {
@@ -126,11 +129,13 @@ private:
     VkDeviceSize max_range_ = 0, max_block_ = 0, alignment_ = 0;
     uint32_t buffer_memory_types_ = 0;  // memory types our storage buffers may live in
     std::vector<std::unique_ptr<Block>> blocks_;  // a freed block's slot stays, empty
+    uint64_t used_bytes_ = 0, peak_used_bytes_ = 0;
 
     uint32_t memory_type_for(MemoryDomain domain, uint32_t allowed_types) const;
     Buffer::Piece allocate(VkDeviceSize size, uint32_t memory_type);
     size_t create_block(VkDeviceSize size, uint32_t memory_type);
     void free(const Buffer::Piece& piece);
+    void count_used(VkDeviceSize size);
     void destroy_block(Block& block);
 };
 

@@ -10,10 +10,12 @@
 namespace vkllm::gpu {
 
 Transfer::Transfer(Device& device, VkDeviceSize ring_bytes)
-    : device_(device), staging_always_(device.caps().force_staging) {
-    ring_bytes = std::min(ring_bytes, device.allocator().max_binding_range());
-    ring_ = device.allocator().create(ring_bytes, MemoryDomain::Upload);
-    readback_ring_ = device.allocator().create(ring_bytes, MemoryDomain::Readback);
+    : device_(device), ring_bytes_(std::min(ring_bytes, device.allocator().max_binding_range())),
+      staging_always_(device.caps().force_staging) {}
+
+const Buffer& Transfer::ring(Buffer& ring, MemoryDomain domain) {
+    if (ring.empty()) ring = device_.allocator().create(ring_bytes_, domain);
+    return ring;
 }
 
 Transfer::~Transfer() {
@@ -54,12 +56,13 @@ void Transfer::upload(const Buffer& destination, VkDeviceSize offset, std::span<
     }
     destination.for_each_segment(offset, bytes.size(),
                                  [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
+        const BufferRange& ring_range = ring(ring_, MemoryDomain::Upload).range();
         while (count > 0) {
-            if (head_ == ring_.size()) flush();
-            VkDeviceSize chunk = std::min(count, ring_.size() - head_);
-            std::memcpy(ring_.range().mapped + head_, bytes.data() + from, chunk);
-            VkBufferCopy region{ring_.range().offset + head_, segment.offset + within, chunk};
-            vkCmdCopyBuffer(begin(), ring_.range().buffer, segment.buffer, 1, &region);
+            if (head_ == ring_range.size) flush();
+            VkDeviceSize chunk = std::min(count, ring_range.size - head_);
+            std::memcpy(ring_range.mapped + head_, bytes.data() + from, chunk);
+            VkBufferCopy region{ring_range.offset + head_, segment.offset + within, chunk};
+            vkCmdCopyBuffer(begin(), ring_range.buffer, segment.buffer, 1, &region);
             head_ += chunk;
             within += chunk;
             from += chunk;
@@ -75,7 +78,7 @@ void Transfer::readback(const Buffer& source, VkDeviceSize offset, std::span<std
         source.read(offset, bytes);
         return;
     }
-    const BufferRange& ring = readback_ring_.range();
+    const BufferRange& ring = this->ring(readback_ring_, MemoryDomain::Readback).range();
     source.for_each_segment(offset, bytes.size(),
                                  [&](const BufferRange& segment, VkDeviceSize within, VkDeviceSize from, VkDeviceSize count) {
         while (count > 0) {

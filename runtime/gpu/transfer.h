@@ -1,6 +1,7 @@
 #pragma once
 // Host <-> device copies. Uploads go through a bounded staging ring (copies are batched and submitted
-// when the ring fills or on flush), except into buffers the host can map, which are written directly
+// when the ring fills or on flush; the rings are made on first use, so a device whose buffers the
+// host maps never holds them), except into buffers the host can map, which are written directly
 // unless VKLLM_FORCE_STAGING=1 (tests use it to exercise the ring on devices without discrete memory).
 // On null hardware uploads are dropped: nothing can run there (`vkllm shaders` only creates pipelines).
 #include <span>
@@ -37,12 +38,13 @@ public:
 private:
     Device& device_;
     Buffer ring_, readback_ring_;
-    VkDeviceSize head_ = 0;
+    VkDeviceSize ring_bytes_, head_ = 0;
     VkCommandBuffer command_buffer_ = VK_NULL_HANDLE;
     bool recording_ = false, staging_always_;
     size_t submits_ = 0;
 
     VkCommandBuffer begin();
+    const Buffer& ring(Buffer& ring, MemoryDomain domain);  // `ring`, made on first use
 };
 
 }  // namespace vkllm::gpu

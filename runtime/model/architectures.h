@@ -53,6 +53,7 @@ struct Architecture {
 
 std::unique_ptr<Model> make_llama(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                   const LoadOptions& options);  // llama and mistral3
+KvLayout llama_kv_layout(const gguf::File& file, const std::string& arch);
 std::unique_ptr<Model> make_gemma3(gpu::Device& device, const gguf::File& file, const std::string& arch,
                                    const LoadOptions& options);
 KvLayout gemma3_kv_layout(const gguf::File& file, const std::string& arch);

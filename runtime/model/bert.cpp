@@ -122,7 +122,7 @@ void load_qkv(WeightLoader& loader, const gguf::File& file, uint32_t il, uint32_
 }
 
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
-    WeightLoader loader(device, file, options.progress);
+    WeightLoader loader(device, file, options.progress, options.placement);
     const uint64_t n_embd = hp.n_embd;
     Weights w{.token_embd = loader.load("token_embd.weight", {n_embd, hp.n_vocab}),
               .position_embd = loader.load("position_embd.weight", {n_embd, hp.n_ctx_train}),

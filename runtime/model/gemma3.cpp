@@ -76,7 +76,7 @@ KvLayout kv_layout_of(const Hparams& hp) {
 }
 
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
-    WeightLoader loader(device, file, options.progress);
+    WeightLoader loader(device, file, options.progress, options.placement);
     const uint64_t n_embd = hp.n_embd, hd = hp.head_dim_k;
     const uint32_t q_rows = hp.n_head * hp.head_dim_k, kv_rows = hp.n_head_kv * hp.head_dim_k;
     Weights w{loader.load_embeddings(hp.n_embd, hp.n_vocab)};

@@ -74,7 +74,7 @@ void refuse_unsupported(const gguf::File& file) {
 }
 
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
-    WeightLoader loader(device, file, options.progress);
+    WeightLoader loader(device, file, options.progress, options.placement);
     const uint64_t n_embd = hp.n_embd, q_rows = hp.n_head * hp.head_dim_k, kv_rows = hp.n_head_kv * hp.head_dim_k;
     const uint64_t v_rows = hp.n_head_kv * hp.head_dim_v;
     Weights w{loader.load_embeddings(hp.n_embd, hp.n_vocab)};
@@ -103,6 +103,10 @@ Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams&
     return w;
 }
 
+KvLayout kv_layout_of(const Hparams& hp) {
+    return {std::vector<KvLayerLayout>(hp.n_layer, {.k_row = hp.n_head_kv * hp.head_dim_k, .v_row = hp.n_head_kv * hp.head_dim_v})};
+}
+
 class Llama final : public ArchitectureModel<Hparams, Weights> {
 public:
     Llama(gpu::Device& device, const gguf::File& file, const std::string& arch, const LoadOptions& options)
@@ -111,10 +115,7 @@ public:
         load(file, options, load_weights);
     }
 
-    KvLayout kv_layout() const override {
-        return {std::vector<KvLayerLayout>(hp_.n_layer, {.k_row = hp_.n_head_kv * hp_.head_dim_k,
-                                                         .v_row = hp_.n_head_kv * hp_.head_dim_v})};
-    }
+    KvLayout kv_layout() const override { return kv_layout_of(hp_); }
 
     void build_forward(graph::Graph& g, const StepInputs& step, const KvCacheRegions& kv, graph::Region logits,
                        ForwardShape shape) const override {
@@ -156,5 +157,7 @@ std::unique_ptr<Model> make_llama(gpu::Device& device, const gguf::File& file, c
                                   const LoadOptions& options) {
     return std::make_unique<Llama>(device, file, arch, options);
 }
+
+KvLayout llama_kv_layout(const gguf::File& file, const std::string& arch) { return kv_layout_of(read_hparams(file, arch)); }
 
 }  // namespace vkllm::model

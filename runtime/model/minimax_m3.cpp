@@ -116,7 +116,7 @@ void load_attention(WeightLoader& loader, const Hparams& hp, uint32_t il, LayerW
 }
 
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
-    WeightLoader loader(device, file, options.progress);
+    WeightLoader loader(device, file, options.progress, options.placement);
     Weights w;
     w.token_embd = loader.load("token_embd.weight", {hp.n_embd, hp.n_vocab});
     w.output_norm = loader.load("output_norm.weight", {hp.n_embd});

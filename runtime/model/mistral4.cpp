@@ -135,7 +135,7 @@ void load_attention(WeightLoader& loader, const gguf::File& file, const Hparams&
 }
 
 Weights load_weights(gpu::Device& device, const gguf::File& file, const Hparams& hp, const LoadOptions& options) {
-    WeightLoader loader(device, file, options.progress);
+    WeightLoader loader(device, file, options.progress, options.placement);
     Weights w{loader.load_embeddings(hp.n_embd, hp.n_vocab)};
     w.layers.resize(hp.n_layer);
     for (uint32_t il = 0; il < hp.n_layer; ++il) {

@@ -8,8 +8,8 @@ namespace {
 
 // Adding an architecture: docs/ADDING.md.
 constexpr Architecture architectures[] = {
-    {"llama", make_llama, nullptr},
-    {"mistral3", make_llama, nullptr},
+    {"llama", make_llama, llama_kv_layout},
+    {"mistral3", make_llama, llama_kv_layout},
     {"gemma3", make_gemma3, gemma3_kv_layout},
     {"mistral4", make_mistral4, mistral4_kv_layout},
     {"deepseek2", make_mistral4, mistral4_kv_layout},

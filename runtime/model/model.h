@@ -50,6 +50,7 @@ public:
 
 struct LoadOptions {
     WeightLoader::Progress progress;
+    WeightPlacement placement;  // its in_host_memory may read what before_upload decided
     // Called once the hyperparameters are read, before any weight is uploaded: a caller can check
     // that weights and KV cache fit and throw if they do not.
     std::function<void(const ModelInfo& info, const KvLayout& layout)> before_upload;

@@ -1,5 +1,13 @@
 #include "model/weights.h"
 
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include "core/error.h"
@@ -13,9 +21,23 @@ uint64_t WeightGroup::bytes() const {
     return total;
 }
 
-WeightLoader::WeightLoader(gpu::Device& device, const gguf::File& file, Progress progress)
-    : device_(device), file_(file), transfer_(device), progress_(std::move(progress)) {
+WeightLoader::WeightLoader(gpu::Device& device, const gguf::File& file, Progress progress, WeightPlacement placement)
+    : device_(device), file_(file), transfer_(device), progress_(std::move(progress)), placement_(std::move(placement)) {
     for (const gguf::Tensor& tensor : file.tensors()) bytes_total_ += tensor.nbytes;
+}
+
+void WeightLoader::lock_pages(const gpu::BufferRange& segment) {
+    static const uintptr_t page = uintptr_t(::sysconf(_SC_PAGESIZE));
+    const uintptr_t begin = uintptr_t(segment.mapped) / page * page;
+    const uintptr_t end = (uintptr_t(segment.mapped) + segment.size + page - 1) / page * page;
+    if (::mlock(reinterpret_cast<void*>(begin), end - begin) == 0) return;
+    const int error = errno;
+    struct rlimit limit {};
+    ::getrlimit(RLIMIT_MEMLOCK, &limit);
+    const std::string allowed =
+        limit.rlim_cur == RLIM_INFINITY ? "no limit" : fmt::format("a limit of {} KiB", limit.rlim_cur >> 10);
+    fail("--mlock: cannot lock {} KiB of weights in memory after {} MiB ({}; the process has {}): raise "
+         "`ulimit -l` or leave out --mlock", (end - begin) >> 10, bytes_loaded_ >> 20, std::strerror(error), allowed);
 }
 
 const gguf::Tensor& WeightLoader::checked(std::string_view name, std::initializer_list<uint64_t> shape) const {
@@ -39,14 +61,22 @@ Weight WeightLoader::upload(std::string name, std::span<const gguf::Tensor* cons
         weight.rows += uint32_t(tensor->n_rows());
         bytes += tensor->nbytes;
     }
-    weight.buffer = device_.allocator().create(bytes, gpu::MemoryDomain::Device, first.row_bytes());
+    const bool host = placement_.in_host_memory && std::ranges::any_of(tensors, [&](const gguf::Tensor* tensor) {
+        return placement_.in_host_memory(tensor->name);
+    });
+    weight.buffer = device_.allocator().create(bytes, host ? gpu::MemoryDomain::Host : gpu::MemoryDomain::Device,
+                                               first.row_bytes());
     uint64_t offset = 0;
     for (const gguf::Tensor* tensor : tensors) {
+        // The bytes are in the buffer or the staging ring once upload() returns.
         transfer_.upload(weight.buffer, offset, tensor->data);
+        file_.release(*tensor);
         offset += tensor->nbytes;
         bytes_loaded_ += tensor->nbytes;
         if (progress_) progress_(bytes_loaded_, bytes_total_);
     }
+    if (placement_.lock && weight.buffer.host_visible())
+        for (const gpu::BufferRange& segment : weight.buffer.segments()) lock_pages(segment);
     return weight;
 }
 

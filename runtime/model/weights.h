@@ -49,10 +49,23 @@ struct EmbeddingWeights {
     std::optional<Weight> output;  // {n_embd, n_vocab}; absent: tied to token_embd
 };
 
+// Where the loader puts weights and how it holds them.
+struct WeightPlacement {
+    // Tensors that go to host memory the device reads (MemoryDomain::Host), for a model larger than
+    // device-local memory (MemoryPlan::in_host_memory); none: all device-local. A fused weight goes
+    // there when any of its tensors does.
+    std::function<bool(std::string_view tensor)> in_host_memory;
+    // --mlock: the weights the host can map (all of them where device memory is host memory) are
+    // locked in RAM, never swapped out; loading fails when the system refuses (RLIMIT_MEMLOCK).
+    bool lock = false;
+};
+
+// Each tensor's pages of the file are released once its bytes are uploaded (gguf::File::release):
+// the weights are held once, in device memory, not also in the file's mapping.
 class WeightLoader {
 public:
     using Progress = std::function<void(uint64_t done, uint64_t total)>;
-    WeightLoader(gpu::Device& device, const gguf::File& file, Progress progress = {});
+    WeightLoader(gpu::Device& device, const gguf::File& file, Progress progress = {}, WeightPlacement placement = {});
 
     bool has(std::string_view name) const { return file_.find_tensor(name) != nullptr; }
     // `shape` in ggml order (ne[0] first); a 1-D shape is a vector (one row).
@@ -73,8 +86,10 @@ private:
     const gguf::File& file_;
     gpu::Transfer transfer_;
     Progress progress_;
+    WeightPlacement placement_;
     uint64_t bytes_total_ = 0, bytes_loaded_ = 0;
 
+    void lock_pages(const gpu::BufferRange& segment);
     const gguf::Tensor& checked(std::string_view name, std::initializer_list<uint64_t> shape) const;
     Weight upload(std::string name, std::span<const gguf::Tensor* const> tensors);
 };
