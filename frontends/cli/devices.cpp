@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "core/env.h"
 #include "core/error.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
@@ -110,7 +111,9 @@ void print_table(const gpu::DeviceChoice& choice) {
         if (caps.cooperative_matrix) {
             std::printf("    matrix products   %s\n", matrix_shapes(caps).c_str());
             std::printf("    matrix kernels    %s\n",
-                        caps.coopmat_kernels() ? "on" : "off (VKLLM_COOPMAT=1 turns them on where they can run)");
+                        caps.coopmat_kernels() ? "on (prefill of quantized, f16 and bf16 weights; VKLLM_COOPMAT=0 turns them off)"
+                        : env::get("VKLLM_COOPMAT") == "0" ? "off (VKLLM_COOPMAT=0)"
+                                                           : "off (the device or this build cannot run them)");
         }
         std::printf("    timestamps        %s, %u valid bits, %.3g ns per tick\n", yes(caps.compute_timestamps),
                     caps.timestamp_valid_bits, double(caps.timestamp_period_ns));

@@ -118,8 +118,8 @@ struct Capabilities {
     // products are accelerated. VKLLM_INT8_ACTIVATIONS=0 or 1 overrides the choice (1 needs integer dot
     // products; the kernel reads storage buffers, so texel reads keep the float kernels).
     bool int8_matmul() const { return int8_activation_matmul; }
-    // Prefill on the matrix units (ops/coopmat.h): only with VKLLM_COOPMAT=1 (README, "Cooperative
-    // matrices": off until a GPU run shows them correct), on a device with cooperative matrices, a
+    // Prefill on the matrix units (ops/coopmat.h): on unless VKLLM_COOPMAT=0 (README, "Cooperative
+    // matrices"), on a device with cooperative matrices, a
     // coopmat_f16_shape, fp16 arithmetic, the Vulkan memory model and a subgroup size the pipelines
     // can require, in a build that has the kernels (their toolchain, cmake/Shaders.cmake).
     bool coopmat_kernels() const { return cooperative_matrix_kernels; }

@@ -33,7 +33,7 @@ void check_coopmat_shape(const CoopmatShape& shape, const gpu::Capabilities& cap
     } else if (!caps.cooperative_matrix) {
         fail("{}: {} has no cooperative matrices (VK_KHR_cooperative_matrix)", op, caps.name);
     } else if (!caps.coopmat_kernels()) {
-        fail("{}: the cooperative-matrix kernels are off on {} (VKLLM_COOPMAT=1 turns them on where they can run)",
+        fail("{}: the cooperative-matrix kernels are off on {} (VKLLM_COOPMAT=0, or this build lacks them)",
              op, caps.name);
     } else if (!reported(shape, caps)) {
         fail("{}: {} reports no {}x{}x{} f16 product into f32", op, caps.name, shape.m, shape.n, shape.k);

@@ -2,9 +2,10 @@
 // Prefill on cooperative matrices (VK_KHR_cooperative_matrix: NVIDIA's tensor cores, RDNA3's WMMA,
 // Intel's XMX): shaders/matmul_coopmat.comp and attn_prefill_coopmat.comp stage f16 tiles in shared
 // memory and sum their products in f32, each subgroup a product of a shape the device reports
-// (shaders/coopmat.glsl). The graph takes them where gpu::Capabilities::coopmat_kernels: only with
-// VKLLM_COOPMAT=1 for now (README, "Cooperative matrices"). Their COOPMAT_EMULATED builds do each
-// product in plain arithmetic and run anywhere with fp16 arithmetic, for the tests.
+// (shaders/coopmat.glsl). The graph takes them where gpu::Capabilities::coopmat_kernels: by default
+// where the device reports the products, unless VKLLM_COOPMAT=0 (README, "Cooperative matrices"); F32
+// weights keep the FMA kernels. Their COOPMAT_EMULATED builds do each product in plain arithmetic and
+// run anywhere with fp16 arithmetic, for the tests on devices without matrix units.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -78,7 +78,7 @@ gpu::Capabilities with_matrix_units(gpu::Capabilities caps) {
     return caps;
 }
 
-TEST_CASE("cooperative matrices: the kernels' product, off unless VKLLM_COOPMAT=1, never from a profile") {
+TEST_CASE("cooperative matrices: the kernels' product, on unless VKLLM_COOPMAT=0, never from a profile") {
     // apply_switches would apply the run's VKLLM_DEVICE_PROFILE too: this test applies profiles itself.
     const char* run_profile = std::getenv("VKLLM_DEVICE_PROFILE");
     const std::string saved_profile = run_profile ? run_profile : "";
@@ -92,8 +92,14 @@ TEST_CASE("cooperative matrices: the kernels' product, off unless VKLLM_COOPMAT=
     CHECK(caps.cooperative_matrix_shapes[4].text() == "16x16x32 s8 x s8 + s32 -> s32");
     CHECK(caps.cooperative_matrix_shapes[5].text() == "32x32x16 f16 x f16 + f32 -> f32 (workgroup)");
 
-    // Off by default; VKLLM_COOPMAT=1 turns them on where the build has them (their toolchain).
+    // On by default where the build has them (their toolchain); VKLLM_COOPMAT=0 turns them off.
+    const char* run_switch = std::getenv("VKLLM_COOPMAT");
+    const std::string saved_switch = run_switch ? run_switch : "";
     const bool built = shaders::built("matmul_coopmat_q4_0");
+    unsetenv("VKLLM_COOPMAT");
+    gpu::apply_switches(caps);
+    CHECK(caps.coopmat_kernels() == built);
+    setenv("VKLLM_COOPMAT", "0", 1);
     gpu::apply_switches(caps);
     CHECK_FALSE(caps.coopmat_kernels());
     setenv("VKLLM_COOPMAT", "1", 1);
@@ -127,7 +133,10 @@ TEST_CASE("cooperative matrices: the kernels' product, off unless VKLLM_COOPMAT=
         CHECK((!plain.cooperative_matrix || test::device().caps().cooperative_matrix));
         if (!test::device().caps().cooperative_matrix) CHECK_FALSE(plain.coopmat_kernels());
     }
-    unsetenv("VKLLM_COOPMAT");
+    if (saved_switch.empty())
+        unsetenv("VKLLM_COOPMAT");
+    else
+        setenv("VKLLM_COOPMAT", saved_switch.c_str(), 1);
     if (!saved_profile.empty()) setenv("VKLLM_DEVICE_PROFILE", saved_profile.c_str(), 1);
 }
 

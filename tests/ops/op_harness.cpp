@@ -10,6 +10,7 @@
 
 #include "gpu/device.h"
 #include "gpu/transfer.h"
+#include "ops/coopmat.h"
 
 namespace vkllm::test {
 
@@ -60,8 +61,13 @@ void check_close(std::span<const float> got, std::span<const float> want, double
     CHECK(error <= tolerance);
 }
 
-std::optional<ops::CoopmatShape> emulated_coopmat() {
+std::optional<ops::CoopmatShape> coopmat_under_test() {
     const gpu::Capabilities& caps = device().caps();
+    if (std::optional<ops::CoopmatShape> shape = ops::coopmat_shape(caps)) return shape;
+    if (caps.cooperative_matrix) {
+        MESSAGE("the device's cooperative-matrix kernels are off (VKLLM_COOPMAT=0): the default run tests them");
+        return std::nullopt;
+    }
     if (!caps.use_float16()) {
         MESSAGE("no fp16 arithmetic: the emulated cooperative-matrix kernels need it");
         return std::nullopt;

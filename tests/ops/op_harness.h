@@ -53,8 +53,11 @@ std::vector<int32_t> random_ints(size_t count, uint64_t seed, int32_t low, int32
 void check_close(std::span<const float> got, std::span<const float> want, double tolerance, uint64_t seed,
                  const char* what);
 
-// The shape the tests give the emulated cooperative-matrix kernels (ops/coopmat.h): 8 x 8 x 8 products
-// at the device's subgroup size; nullopt, said in a message, where the device has no fp16 arithmetic.
-std::optional<ops::CoopmatShape> emulated_coopmat();
+// The cooperative-matrix shape the kernel tests run (ops/coopmat.h): the device's own product where its
+// kernels are on; on a device without cooperative matrices, 8 x 8 x 8 products of the emulated builds
+// (plain arithmetic, slow on a GPU: they stand in for kernels the device cannot run). nullopt, said in
+// a message, where the device has no fp16 arithmetic, or has matrix units with the kernels off
+// (VKLLM_COOPMAT=0: the default run tests its real kernels).
+std::optional<ops::CoopmatShape> coopmat_under_test();
 
 }  // namespace vkllm::test

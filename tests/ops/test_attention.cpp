@@ -322,13 +322,14 @@ TEST_CASE("attention over a circular window cache and non-causal batches, decode
     for (const AttentionCase& c : prefill_cases) check_attention(c, true, seed++);
 }
 
-// The cooperative-matrix prefill kernel (ops/coopmat.h) through its emulated build (each product in
-// plain arithmetic): a KV head's query heads as rows (groups of 4 and of 3, rows straddling tokens),
-// f16 and q8_0 caches, a window across the boundary of two passes (rows resuming), softcaps, a
-// circular cache, non-causal batches. Emulated products loop over their elements, so each workgroup
-// sees a few tiles of keys: lavapipe stops an invocation past 65,535 loop iterations (lavapipe.md).
-TEST_CASE("attention prefill on cooperative matrices (emulated): GQA rows, caches, windows, passes") {
-    const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat();
+// The cooperative-matrix prefill kernel (ops/coopmat.h), the device's where it has matrix units, else
+// its emulated build (each product in plain arithmetic): a KV head's query heads as rows (groups of 4
+// and of 3, rows straddling tokens), f16 and q8_0 caches, a window across the boundary of two passes
+// (rows resuming), softcaps, a circular cache, non-causal batches. Emulated products loop over their
+// elements, so each workgroup sees a few tiles of keys: lavapipe stops an invocation past 65,535 loop
+// iterations (lavapipe.md).
+TEST_CASE("attention prefill on cooperative matrices: GQA rows, caches, windows, passes") {
+    const std::optional<ops::CoopmatShape> shape = test::coopmat_under_test();
     if (!shape) return;
     const AttentionCase cases[] = {
         {"prompt f16, group 4", {.n_head = 8, .n_head_kv = 2, .head_dim_k = 64, .head_dim_v = 64, .scale = 0.125f},

@@ -121,8 +121,12 @@ TEST_CASE("matmul matches the reference for every weight type, partial tiles inc
         for (MatmulCase c : {MatmulCase{type, 64, g, 4}, MatmulCase{type, 1, 5 * g, 40},
                              MatmulCase{type, 37, 3 * g, 5, true}, MatmulCase{type, 70, g == 4 ? 100 : 2 * g, 33}})
             check_matmul(test::device(), test::transfer(), c);
-        // The other arithmetic variant where the device has both, whichever it prefers.
-        ops::MatmulConfig config = ops::matmul_config(caps, type);
+        // The other arithmetic variant of the FMA kernels where the device has both, whichever it prefers
+        // (the cooperative-matrix kernel has one; where the selection takes it, the FMA kernel is what
+        // VKLLM_COOPMAT=0 gives).
+        gpu::Capabilities fma = caps;
+        fma.cooperative_matrix_kernels = false;
+        ops::MatmulConfig config = ops::matmul_config(fma, type);
         if (caps.use_float16() && ops::has_f16_variant(type)) {
             config.float16 = !config.float16;
             check_matmul(test::device(), test::transfer(), {type, 45, 3 * g, 11, true, config});
@@ -180,14 +184,14 @@ TEST_CASE("matmul over a weight buffer split into segments, one dispatch each") 
     }
 }
 
-// The cooperative-matrix kernel (ops/coopmat.h) through its emulated build: the same tiling, staging
-// and stores with each product in plain arithmetic, so that it runs on this device. Products of 8 x 8
-// x 8 (2 x 2 subgroups of 2 x 2 products: a 32 x 32 tile), then other shapes and subgroup grids. Row
-// counts that are multiples of 4 take the direct stores for whole products, the rest and partial
-// products go through shared memory; dense rows end inside a unit. Emulated products loop over their
-// elements: rows stay within 16 units, under lavapipe's 65,535 loop iterations per invocation.
-TEST_CASE("matmul on cooperative matrices (emulated): every weight type, partial tiles, both stores") {
-    const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat();
+// The cooperative-matrix kernel (ops/coopmat.h): the device's products where it has them, else the
+// emulated build (the same tiling, staging and stores with each product in plain arithmetic). 2 x 2
+// subgroups of 2 x 2 products, then (emulated) other shapes and subgroup grids. Row counts that are
+// multiples of 4 take the direct stores for whole products, the rest and partial products go through
+// shared memory; dense rows end inside a unit. Emulated products loop over their elements: rows stay
+// within 16 units, under lavapipe's 65,535 loop iterations per invocation.
+TEST_CASE("matmul on cooperative matrices: every weight type, partial tiles, both stores") {
+    const std::optional<ops::CoopmatShape> shape = test::coopmat_under_test();
     if (!shape) return;
     const ops::MatmulConfig config = ops::coopmat_matmul_config(*shape);
     for (gguf::GgmlType type : test::weight_types) {
@@ -197,7 +201,9 @@ TEST_CASE("matmul on cooperative matrices (emulated): every weight type, partial
                              MatmulCase{type, 36, g == 4 ? 100 : g, 5, true, config}})
             check_matmul(test::device(), test::transfer(), c);
     }
-    // K steps of 4, 16 and 32 per unit; one subgroup along the rows, three along the tokens.
+    // K steps of 4, 16 and 32 per unit; one subgroup along the rows, three along the tokens (products
+    // only the emulated build takes).
+    if (!shape->emulated) return;
     for (auto [m, n, k] : {std::array{4u, 8u, 4u}, std::array{8u, 4u, 16u}, std::array{12u, 8u, 32u}}) {
         ops::CoopmatShape other = *shape;
         other.m = m, other.n = n, other.k = k;

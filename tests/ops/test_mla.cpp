@@ -129,8 +129,9 @@ TEST_CASE("attention with V read from the latent prefix of the K cache (absorbed
     check_latent_attention(4, 32, 16, ops::KvType::F16, 160, consecutive(0, 160), true, seed++);
     check_latent_attention(8, 256, 64, ops::KvType::Q8_0, 700, {699}, false, seed++);
     check_latent_attention(8, 256, 64, ops::KvType::F16, 300, consecutive(200, 67), true, seed++);
-    // The fixtures' shape through the cooperative-matrix kernel (emulated), which takes heads this small.
-    if (const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat())
+    // The fixtures' shape through the cooperative-matrix kernel (the device's or emulated), which takes
+    // heads this small.
+    if (const std::optional<ops::CoopmatShape> shape = test::coopmat_under_test())
         check_latent_attention(4, 32, 16, ops::KvType::F16, 90, consecutive(0, 90), true, seed++, shape);
 }
 

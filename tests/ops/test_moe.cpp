@@ -344,11 +344,11 @@ TEST_CASE("matvec_id and matmul_id give the same result for every launch shape")
     }
 }
 
-// The cooperative-matrix kernel over the selected experts (ops/coopmat.h), through its emulated build
-// (plain arithmetic): every expert tile stores through shared memory, tokens scattered over entries;
-// the tile halved to what an expert gets, as matmul_id_config does.
-TEST_CASE("matmul_id on cooperative matrices (emulated): experts holding more and fewer tokens than a tile") {
-    const std::optional<ops::CoopmatShape> shape = test::emulated_coopmat();
+// The cooperative-matrix kernel over the selected experts (ops/coopmat.h), the device's or its emulated
+// build (test::coopmat_under_test): every expert tile stores through shared memory, tokens scattered
+// over entries; the tile halved to what an expert gets, as matmul_id_config does.
+TEST_CASE("matmul_id on cooperative matrices: experts holding more and fewer tokens than a tile") {
+    const std::optional<ops::CoopmatShape> shape = test::coopmat_under_test();
     if (!shape) return;
     ops::MatmulConfig config = ops::coopmat_matmul_config(*shape);
     using enum gguf::GgmlType;
