@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "gpu/pipeline.h"
+#include "ops/tuning.h"
 #include "bench_parallel.h"
 #include "model_options.h"
 #include "sampling/sampler.h"
@@ -182,6 +183,7 @@ int bench(Args args) {
         {"repetitions", reps},
     };
     if (kv_fill) out["kv_fill"] = kv_fill;
+    out["tuned_shapes"] = ops::tuned_shapes_used();  // vkllm tune's launches the graphs took
     if (n_prompt) {
         Spread pp = spread(pp_rates);
         out["pp"] = {{"n", n_prompt}, {"tok_s", pp.median}, {"min", pp.min}, {"max", pp.max}};
@@ -234,6 +236,9 @@ int bench(Args args) {
                 engine->memory_plan().total() / 1048576.0, peak_resident_bytes() / 1048576.0);
     if (kv_fill) std::printf("decode after --kv-fill %u: a context of %u tokens, cells repeated from a %u-token prompt\n",
                              kv_fill, kv_fill, std::min(kv_fill, kv_fill_prompt));
+    if (out["tuned_shapes"].empty())
+        std::printf("tuned shapes: none (the kernels' defaults; vkllm tune -m MODEL measures them)\n");
+    for (const auto& shape : out["tuned_shapes"]) std::printf("tuned shape: %s\n", shape.get<std::string>().c_str());
     std::printf("\n");
     std::printf("| test | tokens | tok/s (median) | min | max |\n|---|---:|---:|---:|---:|\n");
     for (const char* test : {"pp", "tg", "tg_sampled", "tg_grammar"})

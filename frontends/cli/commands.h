@@ -22,6 +22,7 @@ int serve(Args args);
 int shaders(Args args);
 int synth(Args args);
 int tokenize(Args args);
+int tune(Args args);
 int detokenize(Args args);
 int chat_template(Args args);
 

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
+#include "ops/tuning.h"
 #include "options.h"
 
 namespace vkllm::cli {
@@ -38,6 +39,15 @@ std::string matrix_shapes(const gpu::Capabilities& caps) {
         line += (line.empty() ? "" : " ") + item;
     }
     return out + (line.empty() ? "none" : line);
+}
+
+// vkllm tune's launch shapes for the device (ops/tuning.h): its file and the entries the device can run.
+nlohmann::json tuning_summary(const gpu::Capabilities& caps) {
+    nlohmann::json shapes = nlohmann::json::array();
+    const ops::Tuning& tuning = ops::device_tuning(caps);
+    for (const ops::TunedMatvec& entry : tuning.matvec) shapes.push_back(ops::describe(entry));
+    for (const ops::TunedMatmul& entry : tuning.matmul) shapes.push_back(ops::describe(entry));
+    return {{"file", ops::tuning_path(caps).string()}, {"shapes", shapes}};
 }
 
 nlohmann::json to_json(const gpu::Capabilities& caps) {
@@ -82,6 +92,7 @@ nlohmann::json to_json(const gpu::Capabilities& caps) {
         {"unified_memory", caps.unified_memory()},
         {"heaps", heaps},
         {"missing_requirements", gpu::missing_requirements(caps)},
+        {"tuning", tuning_summary(caps)},
     };
 }
 
@@ -120,6 +131,15 @@ void print_table(const gpu::DeviceChoice& choice) {
         std::string heaps;
         for (const auto& heap : caps.heaps) heaps += fmt::format("{}{}{}", heaps.empty() ? "" : ", ", mib(heap.size), heap.device_local ? " device-local" : "");
         std::printf("    memory            %s%s\n", heaps.c_str(), caps.unified_memory() ? " (host-mappable device memory)" : "");
+        const nlohmann::json tuning = tuning_summary(caps);
+        if (tuning["shapes"].empty()) {
+            std::printf("    tuned shapes      none (vkllm tune -m MODEL measures them)\n");
+        } else {
+            std::printf("    tuned shapes      %zu, from %s:\n", tuning["shapes"].size(),
+                        tuning["file"].get<std::string>().c_str());
+            for (const nlohmann::json& shape : tuning["shapes"])
+                std::printf("                      %s\n", shape.get<std::string>().c_str());
+        }
         if (std::string missing = gpu::missing_requirements(caps); !missing.empty())
             std::printf("    cannot run vkllm: %s\n", missing.c_str());
     }

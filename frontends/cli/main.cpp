@@ -27,6 +27,7 @@ constexpr Command commands[] = {
     {"bench", vkllm::cli::bench, "prompt and generation speed, with GPU time per op, dispatches and GB/s"},
     {"bench-ops", vkllm::cli::bench_ops, "GB/s of each matvec kernel next to the device's streaming ceiling"},
     {"devices", vkllm::cli::devices, "list Vulkan devices, their capabilities, and which one is chosen"},
+    {"tune", vkllm::cli::tune, "time a model's launch shapes on this device and keep the fastest"},
     {"shaders", vkllm::cli::shaders, "a model's pipelines on a device with the compiler's register statistics"},
     {"synth", vkllm::cli::synth, "write a GGUF of a real model's shape with seeded random weights"},
     {"info", vkllm::cli::info, "show a GGUF file's metadata and tensors"},

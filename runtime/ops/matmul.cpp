@@ -6,6 +6,7 @@
 #include "gpu/capabilities.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
+#include "ops/tuning.h"
 #include "params.h"
 
 namespace vkllm::ops {
@@ -115,11 +116,19 @@ MatmulConfig matmul_config(const gpu::Capabilities& caps, gguf::GgmlType type, b
     // tokens each, so each unit of weights is decoded once for 16 tokens (4 rows x 4 tokens ran q4_0
     // and q8_0 at 31% and 26% of the FMA rate, 8 x 16 at 51% and 53%; 32 tokens gained 2 points for
     // twice the code). A GPU made to read texels gets 4 tokens, which fit its registers.
+    MatmulConfig config;
     if (caps.texel_reads())
-        return {.tile_rows = 8 * lane_rows, .tile_tokens = cpu ? max_lane_tokens : 4, .float16 = float16,
-                .texel_reads = true};
-    if (cpu) return {.tile_rows = 32, .tile_tokens = 32, .float16 = false, .texel_reads = false};
-    return shared_memory_tile(caps, {.float16 = float16});
+        config = {.tile_rows = 8 * lane_rows, .tile_tokens = cpu ? max_lane_tokens : 4, .float16 = float16,
+                  .texel_reads = true};
+    else if (cpu)
+        config = {.tile_rows = 32, .tile_tokens = 32, .float16 = false, .texel_reads = false};
+    else
+        config = shared_memory_tile(caps, {.float16 = float16});
+    if (std::optional<TunedMatmul> tuned = tuned_matmul(caps, type, config.texel_reads)) {  // vkllm tune's measure
+        config.tile_rows = tuned->tile_rows;
+        config.tile_tokens = tuned->tile_tokens;
+    }
+    return config;
 }
 
 MatmulConfig coopmat_matmul_config(const CoopmatShape& shape) {

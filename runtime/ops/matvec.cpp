@@ -7,6 +7,7 @@
 #include "gpu/capabilities.h"
 #include "gpu/device.h"
 #include "gpu/pipeline.h"
+#include "ops/tuning.h"
 #include "params.h"
 
 namespace vkllm::ops {
@@ -39,7 +40,7 @@ uint32_t row_pieces(gguf::GgmlType type, bool texel_reads, uint32_t cols) {
 }
 
 // Raises threads_per_row (and the workgroup to a multiple of it) until no invocation loops over more
-// than max_cols_per_invocation columns of a row. Takes a config that passed check_config.
+// than max_cols_per_invocation columns of a row. Takes a config that passed check_matvec_config.
 MatvecConfig fit_row_length(MatvecConfig config, const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols) {
     const uint32_t pieces = row_pieces(type, config.texel_reads, cols), elems = piece_elems(type, config.texel_reads);
     uint32_t& team = config.threads_per_row;
@@ -52,7 +53,9 @@ MatvecConfig fit_row_length(MatvecConfig config, const gpu::Capabilities& caps, 
     return config;
 }
 
-void check_config(const MatvecConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
+}  // namespace
+
+void check_matvec_config(const MatvecConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type) {
     const uint32_t team = config.threads_per_row;
     if (team == 0 || (team != 1 && team % subgroup_team(caps) != 0) || config.workgroup_size % team != 0)
         fail("matvec: {} threads per row in a workgroup of {}: a team must be 1 thread or whole subgroups of {}",
@@ -61,9 +64,10 @@ void check_config(const MatvecConfig& config, const gpu::Capabilities& caps, ggu
         fail("matvec: {} rows per team (1 to {})", config.rows_per_team, matvec_max_rows_per_team);
     if (config.float16 && !(caps.use_float16() && has_f16_variant(type)))
         fail("matvec: the fp16 variant for {} weights is not available on this device", gguf::type_name(type));
+    if (config.workgroup_size > caps.max_workgroup_invocations || config.workgroup_size > caps.max_workgroup_size[0])
+        fail("matvec: a workgroup of {} invocations, more than the device's {}", config.workgroup_size,
+             std::min(caps.max_workgroup_invocations, caps.max_workgroup_size[0]));
 }
-
-}  // namespace
 
 uint64_t weight_row_bytes(gguf::GgmlType type, uint32_t cols) { return gguf::row_bytes(type, cols); }
 
@@ -156,6 +160,11 @@ MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, u
                   .rows_per_team = rows, .float16 = caps.use_float16() && has_f16_variant(type),
                   .texel_reads = caps.texel_reads()};
     }
+    if (std::optional<TunedMatvec> tuned = tuned_matvec(caps, type, cols, n_tokens)) {  // vkllm tune's measure
+        config.workgroup_size = tuned->workgroup_size;
+        config.threads_per_row = tuned->threads_per_row;
+        config.rows_per_team = tuned->rows_per_team;
+    }
     return fit_row_length(config, caps, type, cols);
 }
 
@@ -216,7 +225,7 @@ std::vector<graph::Dispatch> matvec_tokens(gpu::Device& device, const WeightMatr
         fail("matvec: an RMSNorm input of {} columns needs a norm weight of {} bytes", weights.cols,
              uint64_t(weights.cols) * 4);
     MatvecConfig launch = config ? *config : matvec_config(caps, weights.type, weights.cols, n_tokens);
-    check_config(launch, caps, weights.type);
+    check_matvec_config(launch, caps, weights.type);
     launch = fit_row_length(launch, caps, weights.type, weights.cols);
     if (glu_output && launch.rows_per_team % 2 != 0)
         fail("matvec: a GLU output needs an even number of rows per team, not {}", launch.rows_per_team);

@@ -65,7 +65,12 @@ struct MatvecConfig {
     bool texel_reads = false;       // weights, x and the norm weight through texel buffers
 };
 
+// The device's launch (vkllm tune's where it measured one, ops/tuning.h) for rows of `cols` columns.
 MatvecConfig matvec_config(const gpu::Capabilities& caps, gguf::GgmlType type, uint32_t cols, uint32_t n_tokens = 1);
+// Refuses a launch the kernel or the device cannot run: a team that is not 1 thread or whole
+// subgroups or does not divide the workgroup, rows per team out of range, an fp16 variant the device
+// lacks, a workgroup past the device's limits.
+void check_matvec_config(const MatvecConfig& config, const gpu::Capabilities& caps, gguf::GgmlType type);
 // The pipeline name for a weight type and launch: matvec_q4_k, matvec_q4_k_f16, matvec_q4_k_texel...
 std::string matvec_pipeline_name(gguf::GgmlType type, const MatvecConfig& config);
 

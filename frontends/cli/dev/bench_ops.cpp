@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "../commands.h"
+#include "../op_timing.h"
 #include "../options.h"
 #include "core/error.h"
 #include "gguf/quants.h"
@@ -66,18 +67,6 @@ std::optional<Settings> parse_settings(Args args) {
     return settings;
 }
 
-struct Timing {
-    uint32_t repeat;
-    bool fastest;
-};
-
-// The median of the runs' milliseconds, or with --fastest the least.
-double pick(std::vector<double> ms, Timing timing) {
-    if (timing.fastest) return *std::ranges::min_element(ms);
-    std::nth_element(ms.begin(), ms.begin() + ms.size() / 2, ms.end());
-    return ms[ms.size() / 2];
-}
-
 // Median (or with --fastest, least) milliseconds of `repeat` runs of the recorded work, each its own
 // timestamp region, after one untimed run that touches every page.
 double run_ms(gpu::Device& device, Timing timing, const auto& record) {
@@ -97,21 +86,6 @@ double run_ms(gpu::Device& device, Timing timing, const auto& record) {
     commands.submit_and_wait();
     std::vector<double> ms;
     for (const auto& region : timestamps.read()) ms.push_back(region.milliseconds);
-    return pick(std::move(ms), timing);
-}
-
-// The same for an op, its passes run as production runs them: `describe` declares the op's buffers in
-// a graph and returns its dispatches, which are baked once; the timed runs are profiled pass by pass,
-// back to back, and each run's passes' times summed.
-double op_ms(gpu::Device& device, Timing timing, const auto& describe) {
-    graph::Graph g(device);
-    const std::vector<graph::Dispatch> dispatches = describe(g);
-    for (size_t i = 0; i < dispatches.size(); ++i) g.add(fmt::format("pass{}", i), dispatches[i]);
-    graph::BakedGraph baked = std::move(g).bake();
-    baked.replay();
-    const std::vector<graph::PassTime> passes = baked.profile(timing.repeat);
-    std::vector<double> ms(timing.repeat, 0.0);
-    for (size_t i = 0; i < passes.size(); ++i) ms[i / dispatches.size()] += passes[i].milliseconds;
     return pick(std::move(ms), timing);
 }
 
