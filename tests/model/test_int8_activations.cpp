@@ -37,6 +37,9 @@ namespace {
 
 constexpr size_t n_vocab = 512;
 constexpr uint32_t n_seeds = 10;
+// Enough positions for a median per model, few enough that 120 models per profile stay cheap in CI;
+// a longer fixture sequence is cut, except where the family's mechanism needs its length.
+constexpr size_t default_max_tokens = 64;
 constexpr double quantized_criterion = 2.5e-2;
 constexpr double float_run_from_exact = 1e-3;
 constexpr double worst_allowed = quantized_criterion - float_run_from_exact;
@@ -135,6 +138,7 @@ std::vector<int32_t> random_tokens(size_t count, uint64_t seed) {
 struct Family {
     std::string name, fixture;
     bool experts = false;
+    size_t max_tokens = default_max_tokens;
 };
 
 // Every seed's median relative RMS of the int8 run from the float run, for one family and type.
@@ -142,7 +146,7 @@ std::vector<double> int8_errors(const Family& family, gguf::GgmlType type) {
     const auto dir = test::fixture_dir(family.fixture);
     if (dir.empty()) return {};
     const gguf::File fixture = gguf::File::open(dir / "model.gguf");
-    const size_t n_tokens = test::read_tokens(dir / "tokens.txt").size();
+    const size_t n_tokens = std::min(test::read_tokens(dir / "tokens.txt").size(), family.max_tokens);
     std::vector<double> errors;
     for (uint32_t seed = 1; seed <= n_seeds; ++seed) {
         const gguf::File file = random_model(fixture, type, seed, family.experts);
@@ -198,5 +202,6 @@ TEST_CASE("int8 activations over random models of the fixture shapes: mistral4")
     check_family({"mistral4", "mistral4_f32"});
 }
 TEST_CASE("int8 activations over random models of the fixture shapes: minimax-m3") {
-    check_family({"minimax-m3", "minimax_m3_f32"});
+    // The whole 256 tokens: past the first few 16-token blocks its indexer attends sparsely.
+    check_family({"minimax-m3", "minimax_m3_f32", false, 256});
 }
