@@ -311,7 +311,7 @@ TEST_CASE("bad sequence numbers and decode steps are refused before anything run
 
 // A decode step over several sequences runs each layer's attention as one dispatch for all its rows
 // (every family: GQA, MLA's latent, MiniMax's block selection and sparse attention), not one per
-// sequence.
+// sequence; a split-K pass adds one merge dispatch.
 TEST_CASE("a decode step of 8 sequences runs one attention pass per layer") {
     for_each_model([](const std::string&, const model::Model& model, const std::vector<int32_t>&) {
         model::Session session(test::device(), model, {.n_ctx = n_ctx, .n_seq = 8, .n_ubatch = n_ubatch});
@@ -322,11 +322,18 @@ TEST_CASE("a decode step of 8 sequences runs one attention pass per layer") {
         std::map<std::string, uint32_t> pipelines;  // attention kernels by passes that run them
         std::istringstream lines(dump.str());
         for (std::string line; std::getline(lines, line);) {
-            for (const char* kernel : {"[attn_decode", "[attn_prefill", "[msa_attention", "[msa_block_scores"})
-                if (line.find(kernel) != std::string::npos) ++pipelines[kernel];
+            for (const char* kernel :
+                 {"[attn_decode_merge", "[attn_decode", "[attn_prefill", "[msa_attention", "[msa_block_scores"}) {
+                if (line.find(kernel) != std::string::npos) {
+                    ++pipelines[kernel];
+                    break;  // "[attn_decode_merge" also begins with "[attn_decode"
+                }
+            }
         }
         const uint32_t n_layer = model.info().n_layer;
         CHECK(pipelines["[attn_decode"] + pipelines["[msa_attention"] == n_layer);
+        // A split attention pass merges its partial results in one dispatch after it.
+        CHECK(pipelines["[attn_decode_merge"] <= pipelines["[attn_decode"]);
         CHECK(pipelines["[msa_block_scores"] <= n_layer);
         CHECK(pipelines["[attn_prefill"] == 0);
     });
