@@ -99,7 +99,9 @@ TEST_CASE("run --logprobs: a reply's log-probabilities sum to the one eval's log
         CHECK(entry["logprob"].get<double>() <= entry["top"][0]["logprob"].get<double>());
         from_run += entry["logprob"].get<double>();
     }
-    CHECK(std::abs(from_run - from_eval) < 1e-4);
+    // Decode (matvecs) and eval (matmuls) sum in different orders: 1e-4 a token, where a wrong row or
+    // a tempered distribution would be off by whole units.
+    CHECK(std::abs(from_run - from_eval) < 1e-4 * double(generated.size()));
 }
 
 TEST_CASE("grammar options: bad grammars, schemas and combinations are one line naming the option") {
