@@ -197,7 +197,7 @@ function logSoftmax(row, id) {
   return row[id] - max - Math.log(sum);
 }
 
-test('logprobs add up to the sequence log-probability vkllm eval computes (within 1e-4)', async () => {
+test('logprobs add up to the sequence log-probability vkllm eval computes (within 1e-4 a token)', async () => {
   // Prompts that share nothing past BOS: a prompt that reuses another's cached cells reruns its last
   // token alone, whose f16 K and V may round the other way and move later positions by ~1e-3, in
   // vkllm as in llama.cpp's cache reuse; this compares the arithmetic, not that.
@@ -221,7 +221,8 @@ test('logprobs add up to the sequence log-probability vkllm eval computes (withi
     });
     const served = logprobs.token_logprobs.reduce((a, b) => a + b, 0);
     console.log(`seed ${seed}: ${ids.length} tokens, served ${served.toFixed(6)}, eval ${expected.toFixed(6)}`);
-    assert.ok(Math.abs(served - expected) < 1e-4, `${served} vs ${expected}`);
+    // Decode (matvecs) and eval (matmuls) sum in different orders; a wrong row would be off by units.
+    assert.ok(Math.abs(served - expected) < 1e-4 * ids.length, `${served} vs ${expected}`);
   }
   // Chat's form: content entries with their top alternatives, most likely first.
   const chat = await clientOf(chatml).chat.completions.create({ model, seed: 4, temperature: 1, max_tokens: 6, logprobs: true, top_logprobs: 2,
