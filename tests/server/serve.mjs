@@ -37,3 +37,9 @@ export async function post(address, pathname, body) {
     socket.destroy();
   }
 }
+
+// A deadline of the hostile suites, stated for a Release build: a sanitizer build (ctest sets
+// VKLLM_DEADLINE_SCALE there) runs the same parsing and sampling several times slower.
+export function deadline(ms) {
+  return ms * Number(process.env.VKLLM_DEADLINE_SCALE ?? 1);
+}
