@@ -9,10 +9,10 @@
 #include <sstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/env.h"
 #include "core/error.h"
+#include "core/json.h"
 #include "gpu/capabilities.h"
 #include "gpu/pipeline.h"
 
@@ -40,14 +40,14 @@ std::string hex(std::span<const uint8_t> bytes) {
     return out;
 }
 
-uint32_t positive(const nlohmann::json& entry, const char* field) {
-    const nlohmann::json& value = entry.at(field);
+uint32_t positive(const nlohmann::ordered_json& entry, const char* field) {
+    const nlohmann::ordered_json& value = entry.at(field);
     if (!value.is_number_unsigned() || value.get<uint64_t>() == 0 || value.get<uint64_t>() > UINT32_MAX)
         fail("'{}' is {}, not a positive whole number", field, value.dump());
     return value.get<uint32_t>();
 }
 
-gguf::GgmlType entry_type(const nlohmann::json& entry) {
+gguf::GgmlType entry_type(const nlohmann::ordered_json& entry) {
     const std::string name = entry.at("type").get<std::string>();
     std::optional<gguf::GgmlType> type = weight_type_named(name);
     if (!type) fail("'{}' is no weight type vkllm runs", name);
@@ -55,7 +55,7 @@ gguf::GgmlType entry_type(const nlohmann::json& entry) {
 }
 
 // Checks an entry against the kernel and the device; throws vkllm::Error saying why it cannot run.
-TunedMatvec matvec_entry(const nlohmann::json& entry, const gpu::Capabilities& caps) {
+TunedMatvec matvec_entry(const nlohmann::ordered_json& entry, const gpu::Capabilities& caps) {
     TunedMatvec tuned{.type = entry_type(entry), .cols = positive(entry, "cols"), .batch = entry.at("batch").get<bool>(),
                       .workgroup_size = positive(entry, "workgroup_size"),
                       .threads_per_row = positive(entry, "threads_per_row"),
@@ -67,7 +67,7 @@ TunedMatvec matvec_entry(const nlohmann::json& entry, const gpu::Capabilities& c
     return tuned;
 }
 
-TunedMatmul matmul_entry(const nlohmann::json& entry, const gpu::Capabilities& caps) {
+TunedMatmul matmul_entry(const nlohmann::ordered_json& entry, const gpu::Capabilities& caps) {
     const std::string kernel = entry.at("kernel").get<std::string>();
     if (kernel != "texel" && kernel != "shared") fail("kernel '{}' is neither texel nor shared", kernel);
     TunedMatmul tuned{.type = entry_type(entry), .texel_reads = kernel == "texel",
@@ -118,9 +118,9 @@ std::filesystem::path tuning_path(const gpu::Capabilities& caps) {
 Tuning parse_tuning(std::string_view text, const gpu::Capabilities& caps, std::string_view source,
                     std::vector<std::string>& refused) {
     Tuning tuning;
-    nlohmann::json root;
+    nlohmann::ordered_json root;
     try {
-        root = nlohmann::json::parse(text);
+        root = parse_json(text, "its text");  // a file anyone may have written: depth-bounded, as every outside JSON
         if (!root.is_object() || root.value("format", 0) != tuning_format || root.value("key", "") != tuning_key(caps))
             fail("no tuning file of format {} for this device and driver", tuning_format);
         if (!root.at("matvec").is_array() || !root.at("matmul").is_array())
@@ -129,14 +129,14 @@ Tuning parse_tuning(std::string_view text, const gpu::Capabilities& caps, std::s
         refused.push_back(fmt::format("{} is refused: {}; the default launches are used", source, reason(error)));
         return tuning;
     }
-    for (const nlohmann::json& entry : root["matvec"]) {
+    for (const nlohmann::ordered_json& entry : root["matvec"]) {
         try {
             tuning.matvec.push_back(matvec_entry(entry, caps));
         } catch (const std::exception& error) {
             refused.push_back(fmt::format("{}: the matvec entry {} is refused: {}", source, entry.dump(), reason(error)));
         }
     }
-    for (const nlohmann::json& entry : root["matmul"]) {
+    for (const nlohmann::ordered_json& entry : root["matmul"]) {
         try {
             tuning.matmul.push_back(matmul_entry(entry, caps));
         } catch (const std::exception& error) {
