@@ -1,9 +1,10 @@
 # ASan/UBSan builds (VKLLM_SANITIZE). The Vulkan loader unloads the driver and the validation layer
 # when an instance goes away; leaks they keep are then reported from "<unknown module>" and the
 # driver-only suppressions in tests/sanitizer/lsan.supp cannot match them. Executables that create a
-# Vulkan instance therefore keep every module loaded in these builds.
+# Vulkan instance therefore keep every module loaded in these builds. -O1 keeps every check and cuts
+# the instrumented suite's time (test_server_openai, test_cli, test_engine) to about half of -O0's.
 if(VKLLM_SANITIZE)
-  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_compile_options(-O1 -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=address,undefined)
 endif()
 

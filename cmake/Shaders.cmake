@@ -4,7 +4,6 @@
 set(VKLLM_SHADER_DIR ${CMAKE_CURRENT_LIST_DIR}/../shaders)
 # Shader sources CMake writes (shaders/CMakeLists.txt: weight_type.glsl), searched after shaders/.
 set(VKLLM_SHADER_GENERATED_DIR ${CMAKE_BINARY_DIR}/shaders/generated)
-set(VKLLM_EMBED_SCRIPT ${CMAKE_CURRENT_LIST_DIR}/EmbedSpirv.cmake)
 
 # Cooperative-matrix kernels (GL_KHR_cooperative_matrix) need glslang 15 and SPIRV-Tools 2025, which
 # Debian 12 does not package: scripts/setup builds glslangValidator and spirv-val from Debian 13's
@@ -82,7 +81,7 @@ endfunction()
 # operations only), that the pipeline cache takes for NAME on devices without subgroup arithmetic or
 # ballots. COOPMAT: a cooperative-matrix kernel, compiled and validated by the toolchain above (build
 # one only where VKLLM_COOPMAT_SHADERS).
-# Appends the generated sources to VKLLM_SHADER_SOURCES and the names to VKLLM_SHADER_NAMES.
+# Appends the SPIR-V files to VKLLM_SHADER_SPIRV and the names to VKLLM_SHADER_NAMES.
 function(vkllm_shader name source)
   cmake_parse_arguments(ARG "COOPMAT" "" "DEFINES" ${ARGN})
   set(src ${VKLLM_SHADER_DIR}/${source})
@@ -95,7 +94,6 @@ function(vkllm_shader name source)
   endif()
   foreach(variant IN LISTS variants)
     set(spv ${CMAKE_CURRENT_BINARY_DIR}/spv/${variant}.spv)
-    set(cpp ${CMAKE_CURRENT_BINARY_DIR}/embedded/${variant}.cpp)
     set(defines)
     foreach(d IN LISTS defines_${variant})
       list(APPEND defines -D${d})
@@ -116,15 +114,10 @@ function(vkllm_shader name source)
       DEPFILE ${spv}.d
       COMMENT "compiling shader ${variant}"
       VERBATIM)
-    add_custom_command(
-      OUTPUT ${cpp}
-      COMMAND ${CMAKE_COMMAND} -DNAME=${variant} -DSPV=${spv} -DOUT=${cpp} -P ${VKLLM_EMBED_SCRIPT}
-      DEPENDS ${spv} ${VKLLM_EMBED_SCRIPT}
-      VERBATIM)
-    list(APPEND VKLLM_SHADER_SOURCES ${cpp})
+    list(APPEND VKLLM_SHADER_SPIRV ${spv})
     list(APPEND VKLLM_SHADER_NAMES ${variant})
   endforeach()
-  set(VKLLM_SHADER_SOURCES ${VKLLM_SHADER_SOURCES} PARENT_SCOPE)
+  set(VKLLM_SHADER_SPIRV ${VKLLM_SHADER_SPIRV} PARENT_SCOPE)
   set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} PARENT_SCOPE)
 endfunction()
 
@@ -135,6 +128,6 @@ function(vkllm_texel_shader name source)
   vkllm_shader(${name} ${source} ${ARGN})
   cmake_parse_arguments(ARG "" "" "DEFINES" ${ARGN})
   vkllm_shader(${name}_texel ${source} DEFINES ${ARG_DEFINES} TEXEL_READS=1)
-  set(VKLLM_SHADER_SOURCES ${VKLLM_SHADER_SOURCES} PARENT_SCOPE)
+  set(VKLLM_SHADER_SPIRV ${VKLLM_SHADER_SPIRV} PARENT_SCOPE)
   set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} PARENT_SCOPE)
 endfunction()

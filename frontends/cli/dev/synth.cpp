@@ -28,9 +28,8 @@
 #include "gguf/writer.h"
 #include "synth_minimax.h"
 
-namespace vkllm::embedded {
-extern const std::span<const unsigned char> stories260K_gguf;  // models/stories260K.gguf (cmake/EmbedBytes.cmake)
-}
+// models/stories260K.gguf, built in (cmake/Embed.cmake).
+extern "C" const unsigned char vkllm_embedded_stories260K_gguf[], vkllm_embedded_stories260K_gguf_end[];
 
 namespace vkllm::cli {
 
@@ -281,7 +280,8 @@ void add_metadata(gguf::Writer& w, const Preset& p, const WeightType& type, cons
 }
 
 gguf::File bundled_vocab() {
-    const std::span<const std::byte> bytes = std::as_bytes(embedded::stories260K_gguf);
+    const std::span<const std::byte> bytes =
+        std::as_bytes(std::span(vkllm_embedded_stories260K_gguf, vkllm_embedded_stories260K_gguf_end));
     return gguf::File::from_bytes({bytes.begin(), bytes.end()}, "the bundled stories260K.gguf");
 }
 
