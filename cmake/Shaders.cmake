@@ -1,5 +1,9 @@
-# Shaders: GLSL compiled by glslc at build time, validated by spirv-val, embedded as C arrays.
-# Each pipeline is one custom command, so editing one shader rebuilds only its SPIR-V and its array.
+# Shaders: GLSL compiled by glslc at build time, validated by spirv-val, embedded byte for byte
+# (cmake/Embed.cmake). Each pipeline is one custom command, so editing one shader rebuilds only its SPIR-V.
+
+# SPIR-V does not depend on the C++ build type or sanitizers: a second build tree of the same sources
+# (scripts/test's ASan build) may take the .spv files of one already built instead of compiling them.
+set(VKLLM_SPIRV_FROM "" CACHE PATH "A built vkllm build tree of the same sources whose shaders/spv/*.spv this build embeds instead of compiling its own")
 
 set(VKLLM_SHADER_DIR ${CMAKE_CURRENT_LIST_DIR}/../shaders)
 # Shader sources CMake writes (shaders/CMakeLists.txt: weight_type.glsl), searched after shaders/.
@@ -93,6 +97,15 @@ function(vkllm_shader name source)
     set(defines_${name}_basic ${ARG_DEFINES} SUBGROUP_BASIC=1)
   endif()
   foreach(variant IN LISTS variants)
+    list(APPEND VKLLM_SHADER_NAMES ${variant})
+    if(VKLLM_SPIRV_FROM)
+      set(spv ${VKLLM_SPIRV_FROM}/shaders/spv/${variant}.spv)
+      if(NOT EXISTS ${spv})
+        message(FATAL_ERROR "VKLLM_SPIRV_FROM: ${VKLLM_SPIRV_FROM} has no ${variant}.spv: build that tree first")
+      endif()
+      list(APPEND VKLLM_SHADER_SPIRV ${spv})
+      continue()
+    endif()
     set(spv ${CMAKE_CURRENT_BINARY_DIR}/spv/${variant}.spv)
     set(defines)
     foreach(d IN LISTS defines_${variant})
@@ -115,7 +128,6 @@ function(vkllm_shader name source)
       COMMENT "compiling shader ${variant}"
       VERBATIM)
     list(APPEND VKLLM_SHADER_SPIRV ${spv})
-    list(APPEND VKLLM_SHADER_NAMES ${variant})
   endforeach()
   set(VKLLM_SHADER_SPIRV ${VKLLM_SHADER_SPIRV} PARENT_SCOPE)
   set(VKLLM_SHADER_NAMES ${VKLLM_SHADER_NAMES} PARENT_SCOPE)
