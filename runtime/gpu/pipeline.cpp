@@ -5,6 +5,7 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <fstream>
+#include <unistd.h>
 
 #include "core/env.h"
 #include "gpu/check.h"
@@ -133,7 +134,7 @@ void PipelineCache::save() {
     std::filesystem::create_directories(path_.parent_path());
     // Write then rename, so a crash or a concurrent vkllm never leaves half a file behind.
     std::filesystem::path temporary = path_;
-    temporary += fmt::format(".tmp{}", uintptr_t(this));
+    temporary += fmt::format(".tmp{}-{}", ::getpid(), uintptr_t(this));
     {
         std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
         out.write(reinterpret_cast<const char*>(&header), sizeof header);
