@@ -38,8 +38,9 @@ export async function post(address, pathname, body) {
   }
 }
 
-// A deadline of the hostile suites, stated for a Release build: a sanitizer build (ctest sets
-// VKLLM_DEADLINE_SCALE there) runs the same parsing and sampling several times slower.
+// A deadline of the hostile suites, stated for a Release build: the sanitizer build runs the same
+// parsing and grammar compilation 10-30x slower, and ctest scales its deadlines (VKLLM_DEADLINE_SCALE,
+// tests/server/CMakeLists.txt).
 export function deadline(ms) {
   return ms * Number(process.env.VKLLM_DEADLINE_SCALE ?? 1);
 }
